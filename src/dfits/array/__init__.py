@@ -1,0 +1,9 @@
+"""Dask arrays over FITS data blocks: chunk plans, stored chunks, the reduction table."""
+
+from __future__ import annotations
+
+from dfits.array.build import ImageBlock, dask_array
+from dfits.array.chunks import file_chunks, normalize
+from dfits.array.stored import StoredChunk
+
+__all__ = ["ImageBlock", "StoredChunk", "dask_array", "file_chunks", "normalize"]

@@ -1,0 +1,82 @@
+"""Chunk plans that follow the file: whole runs of the slowest axes near a target size.
+
+FITS data are C-ordered (the last numpy axis varies fastest), so a chunk made of complete
+trailing axes and a run of the slowest axis is one contiguous byte range: one mmap, one
+remote request, no strided reads. Only when a single slab of the trailing axes is itself
+larger than the target do we split further in.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["file_chunks", "normalize"]
+
+
+def file_chunks(shape: tuple[int, ...], itemsize: int, target: int) -> tuple[tuple[int, ...], ...]:
+    """Return dask chunks for ``shape``: contiguous slabs of about ``target`` bytes.
+
+    Examples
+    --------
+    >>> file_chunks((256, 1024, 1024), 4, 128 * 2**20)
+    ((32, 32, 32, 32, 32, 32, 32, 32), (1024,), (1024,))
+    >>> file_chunks((10,), 8, 32)
+    ((4, 4, 2),)
+    """
+    if not shape:
+        return ()
+    target = max(int(target), itemsize)
+    per = [1] * len(shape)
+    # Walk from the fastest axis outwards while whole axes still fit in the target.
+    inner = itemsize
+    split_axis = 0
+    for ax in range(len(shape) - 1, -1, -1):
+        n = max(shape[ax], 1)
+        if inner * n <= target:
+            per[ax] = shape[ax]
+            inner *= n
+            continue
+        per[ax] = max(1, target // inner)
+        split_axis = ax
+        break
+    else:
+        return tuple((n,) for n in shape)
+    chunks = []
+    for ax, n in enumerate(shape):
+        if ax < split_axis:
+            chunks.append((1,) * n if n else (0,))
+        elif ax == split_axis:
+            step = per[ax]
+            full, rest = divmod(n, step)
+            chunks.append((step,) * full + ((rest,) if rest else ()))
+        else:
+            chunks.append((n,))
+    return tuple(chunks)
+
+
+def normalize(
+    chunks: Any, shape: tuple[int, ...], dtype: np.dtype, itemsize: int
+) -> tuple[tuple[int, ...], ...]:
+    """Turn a user's ``chunks=`` (anything dask accepts) into explicit chunks.
+
+    ``None`` or ``"auto"`` gives :func:`file_chunks` at dask's ``array.chunk-size``.
+    """
+    import dask
+    from dask.array.core import normalize_chunks
+    from dask.utils import parse_bytes
+
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        target = parse_bytes(dask.config.get("array.chunk-size"))
+        # size the plan by physical bytes, as dask does, so scaled int16 → float32 chunks
+        # hold the same number of values as dask's own planning would give
+        scale = max(1, np.dtype(dtype).itemsize // itemsize)
+        return file_chunks(shape, itemsize, max(itemsize, target // scale))
+    return normalize_chunks(chunks, shape, dtype=dtype)
+
+
+def chunk_bytes(chunks: tuple[tuple[int, ...], ...], itemsize: int) -> int:
+    """Bytes of the largest chunk."""
+    return itemsize * math.prod(max(c) if c else 0 for c in chunks)

@@ -1,0 +1,294 @@
+"""The reduction table: numpy functions on stored chunks → fused kernels.
+
+Each handler has numpy's signature and numpy's result semantics (dtype, NaN propagation,
+``keepdims``), so dask's chunk/combine/aggregate steps cannot tell a stored chunk from a
+decoded one. Sums of floating data are returned as float64 partials (more accurate than numpy's
+float32 pairwise sum); dask's aggregate step casts to the final dtype.
+
+dask computes ``mean``/``var`` through ``numel``/``nannumel`` followed by ``sum``; we register
+``numel``/``nannumel`` for stored chunks so that when dask's ``moment_chunk`` is the caller one
+kernel pass yields ``(n, mean, M2)`` and the later ``sum((x - mean) ** 2)`` is answered from it.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dfits import kernels
+from dfits.array.stored import Deviation, StoredChunk
+
+__all__ = ["HANDLED", "HANDLED_DEVIATION", "register_dask_hooks"]
+
+HANDLED: dict[Callable[..., Any], Callable[..., Any]] = {}
+HANDLED_DEVIATION: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def _implements(*funcs: Callable[..., Any], table: dict = HANDLED):
+    def deco(impl):
+        for f in funcs:
+            table[f] = impl
+        return impl
+
+    return deco
+
+
+def _shape_out(x: StoredChunk, axes: tuple[int, ...], keepdims: bool, value: np.ndarray):
+    if keepdims:
+        shape = tuple(1 if ax in axes else n for ax, n in enumerate(x.shape))
+        return np.reshape(value, shape)
+    return value
+
+
+def _finish(value: np.ndarray, dtype: Any, out: Any) -> Any:
+    if dtype is not None:
+        value = np.asarray(value).astype(dtype, copy=False)
+    if out is not None:
+        out[...] = value
+        return out
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def _stats(x: StoredChunk, axes: tuple[int, ...], skipna: bool, need_m2: bool):
+    """Memoised ``(n, total, mean, M2)`` of a chunk (M2 None unless asked for)."""
+    key = (axes, skipna)
+    memo = x._memo.get(key)
+    if memo is not None and (memo[3] is not None or not need_m2):
+        return memo
+    if need_m2:
+        n, mean, m2 = kernels.moments(x.u, x.spec, axes, skipna=skipna)
+        with np.errstate(invalid="ignore"):
+            total = np.where(n > 0, mean * n, 0.0)
+        if not skipna:
+            total = np.where(np.isnan(mean) & (n > 0), np.nan, total)
+        memo = (n, total, mean, m2)
+    else:
+        total, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
+        memo = (n, total, None, None)
+    x._memo[key] = memo
+    return memo
+
+
+def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
+    axes = kernels.normalize_axis(axis, x.ndim)
+    if kernels.is_integer_kind(x.spec):
+        value = kernels.integer_sum(x.u, x.spec, axes)
+    else:
+        value = _stats(x, axes, skipna, need_m2=False)[1]
+        if dtype is not None and np.dtype(dtype).itemsize < 8:
+            # keep float64 partials: the aggregate step applies the final dtype
+            dtype = None
+    return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
+
+
+@_implements(np.sum)
+def _np_sum(x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    return _sum(x, axis, dtype, out, keepdims, skipna=False, **kw)
+
+
+@_implements(np.nansum)
+def _np_nansum(x, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    return _sum(x, axis, dtype, out, keepdims, skipna=True, **kw)
+
+
+def _extreme(x, axis, out, keepdims, want_max, skipna, name):
+    axes = kernels.normalize_axis(axis, x.ndim)
+    if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+        raise ValueError(
+            f"zero-size array to reduction operation {name} which has no identity"
+        )
+    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
+    missing = (idx < 0) | (nanidx >= 0 if not skipna else False)
+    if np.any(missing):
+        val = val.astype(x.dtype, copy=True)
+        val[missing] = np.nan
+        if skipna and np.any(idx < 0):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+    return _finish(_shape_out(x, axes, keepdims, val), None, out)
+
+
+@_implements(np.min, np.amin)
+def _np_min(x, axis=None, out=None, keepdims=False, **_):
+    return _extreme(x, axis, out, keepdims, False, False, "minimum")
+
+
+@_implements(np.max, np.amax)
+def _np_max(x, axis=None, out=None, keepdims=False, **_):
+    return _extreme(x, axis, out, keepdims, True, False, "maximum")
+
+
+@_implements(np.nanmin)
+def _np_nanmin(x, axis=None, out=None, keepdims=False, **_):
+    return _extreme(x, axis, out, keepdims, False, True, "minimum")
+
+
+@_implements(np.nanmax)
+def _np_nanmax(x, axis=None, out=None, keepdims=False, **_):
+    return _extreme(x, axis, out, keepdims, True, True, "maximum")
+
+
+def _arg(x, axis, out, keepdims, want_max, skipna):
+    if axis is not None and np.ndim(axis) != 0:
+        raise TypeError("argmin/argmax take a single axis or None")
+    axes = kernels.normalize_axis(axis, x.ndim)
+    if x.size == 0:
+        raise ValueError("attempt to get argmin of an empty sequence")
+    _, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
+    if skipna:
+        if np.any(idx < 0):
+            raise ValueError("All-NaN slice encountered")
+        res = idx
+    else:
+        res = np.where(nanidx >= 0, nanidx, idx)
+    if keepdims:
+        res = _shape_out(x, axes, True, res)
+    return _finish(np.asarray(res, dtype=np.intp), None, out)
+
+
+@_implements(np.argmin)
+def _np_argmin(x, axis=None, out=None, keepdims=False, **_):
+    return _arg(x, axis, out, keepdims, False, False)
+
+
+@_implements(np.argmax)
+def _np_argmax(x, axis=None, out=None, keepdims=False, **_):
+    return _arg(x, axis, out, keepdims, True, False)
+
+
+@_implements(np.nanargmin)
+def _np_nanargmin(x, axis=None, out=None, keepdims=False, **_):
+    return _arg(x, axis, out, keepdims, False, True)
+
+
+@_implements(np.nanargmax)
+def _np_nanargmax(x, axis=None, out=None, keepdims=False, **_):
+    return _arg(x, axis, out, keepdims, True, True)
+
+
+def _moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind):
+    axes = kernels.normalize_axis(axis, x.ndim)
+    n, total, mean, m2 = _stats(x, axes, skipna, need_m2=kind != "mean")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if kind == "mean":
+            value = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+        else:
+            value = m2 / np.maximum(n - ddof, 0)
+            value = np.where(n - ddof > 0, value, np.nan)
+            if kind == "std":
+                value = np.sqrt(value)
+    if dtype is None:
+        dtype = x.dtype if x.dtype.kind == "f" else np.float64
+    return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
+
+
+@_implements(np.mean)
+def _np_mean(x, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, 0, False, "mean")
+
+
+@_implements(np.nanmean)
+def _np_nanmean(x, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, 0, True, "mean")
+
+
+@_implements(np.var)
+def _np_var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, ddof, False, "var")
+
+
+@_implements(np.nanvar)
+def _np_nanvar(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, ddof, True, "var")
+
+
+@_implements(np.std)
+def _np_std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, ddof, False, "std")
+
+
+@_implements(np.nanstd)
+def _np_nanstd(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
+    return _moment_stat(x, axis, dtype, out, keepdims, ddof, True, "std")
+
+
+def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False, skipna=False):
+    if d.power != 2:
+        func = np.nansum if skipna else np.sum
+        return func(d.materialize(), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    x = d.chunk
+    axes = kernels.normalize_axis(axis, x.ndim)
+    n, _, mean, m2 = _stats(x, axes, skipna, need_m2=True)
+    centre = np.asarray(d.centre, dtype=np.float64)
+    if keepdims or centre.ndim == x.ndim:
+        centre = np.reshape(centre, mean.shape) if centre.size == mean.size else centre
+    # Σ(x - c)² = M2 + n (mean - c)²: exact shift identity; c is dask's mean, so ≈ M2
+    with np.errstate(invalid="ignore"):
+        shift = np.where(n > 0, mean - centre, 0.0)
+        value = np.where(n > 0, m2 + n * shift * shift, 0.0)
+    if not skipna:
+        value = np.where(np.isnan(mean) & (n > 0), np.nan, value)
+    return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
+
+
+@_implements(np.sum, table=HANDLED_DEVIATION)
+def _dev_sum(d, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _deviation_sum(d, axis, dtype, out, keepdims, skipna=False)
+
+
+@_implements(np.nansum, table=HANDLED_DEVIATION)
+def _dev_nansum(d, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _deviation_sum(d, axis, dtype, out, keepdims, skipna=True)
+
+
+@_implements(np.concatenate)
+def _np_concatenate(arrays, axis=0, out=None, **kwargs):
+    decoded = [a.decode() if isinstance(a, StoredChunk) else np.asarray(a) for a in arrays]
+    return np.concatenate(decoded, axis=axis, out=out, **kwargs)
+
+
+# -- dask hooks -------------------------------------------------------------------------------
+
+
+def _called_from_moment_chunk() -> bool:
+    # dask's moment_chunk calls numel → sum → (x - mean) ** 2 → sum; knowing that we are
+    # inside it lets one kernel pass produce all three. Anything else gets the cheaper kernel.
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "moment_chunk":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _count(x: StoredChunk, skipna: bool, **kwargs):
+    axes = kernels.normalize_axis(kwargs.get("axis"), x.ndim)
+    keepdims = kwargs.get("keepdims", False)
+    dtype = kwargs.get("dtype", np.float64)
+    if not skipna or not x.spec.has_missing:
+        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
+        n = np.full(shape, int(np.prod([x.shape[a] for a in axes])), dtype=np.int64)
+        if _called_from_moment_chunk():
+            _stats(x, axes, skipna, need_m2=True)
+    else:
+        n = _stats(x, axes, True, need_m2=_called_from_moment_chunk())[0]
+    return _finish(_shape_out(x, axes, keepdims, n), dtype, None)
+
+
+def register_dask_hooks() -> None:
+    """Register stored chunks with dask's dispatch tables (idempotent)."""
+    from dask.array.dispatch import concatenate_lookup, nannumel_lookup, numel_lookup
+
+    numel_lookup.register(StoredChunk, lambda x, **kw: _count(x, False, **kw))
+    nannumel_lookup.register(StoredChunk, lambda x, **kw: _count(x, True, **kw))
+    concatenate_lookup.register(StoredChunk, _concatenate_chunks)
+
+
+def _concatenate_chunks(arrays, axis=0, out=None):
+    decoded = [a.decode() if isinstance(a, StoredChunk) else np.asarray(a) for a in arrays]
+    return np.concatenate(decoded, axis=axis, out=out)

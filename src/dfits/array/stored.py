@@ -1,0 +1,227 @@
+"""The stored chunk: what every dfits chunk task returns instead of a decoded numpy array.
+
+A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-endian bytes
+(an mmap of the file for local files) and the decode spec. It is a NEP-18 duck array:
+
+* numpy reductions that dask calls per chunk (``np.sum``, ``np.nanmax``, ``np.argmin``, ...)
+  reach :mod:`dfits.array.dispatch` through ``__array_function__`` and run a fused kernel on
+  the stored bits — no native copy of the chunk is ever made;
+* basic slicing returns another stored chunk (still no copy);
+* anything else (ufuncs, ``np.asarray``, fancy indexing, ``.copy()``) decodes once with the
+  Numba decode kernel and carries on as a plain native ``numpy.ndarray``.
+
+``moment_chunk`` in dask computes ``x - mean`` then ``(x - mean) ** 2``: the subtraction returns
+a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2)`` kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dfits import kernels
+
+__all__ = ["Deviation", "StoredChunk"]
+
+
+class StoredChunk:
+    """Stored values of one chunk plus how to decode them."""
+
+    __slots__ = ("_memo", "spec", "u")
+    __array_priority__ = 20
+
+    def __init__(self, u: np.ndarray, spec: Any) -> None:
+        self.u = u
+        self.spec = spec
+        self._memo: dict[Any, Any] = {}
+
+    # -- array protocol -------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.u.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.u.ndim
+
+    @property
+    def size(self) -> int:
+        return self.u.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The physical dtype (what decoding produces)."""
+        return self.spec.physical
+
+    @property
+    def nbytes(self) -> int:
+        return self.u.size * self.spec.physical.itemsize
+
+    def __len__(self) -> int:
+        return self.u.shape[0]
+
+    def __repr__(self) -> str:
+        return f"StoredChunk(shape={self.shape}, stored={self.spec.stored}, dtype={self.dtype})"
+
+    def decode(self) -> np.ndarray:
+        """Return the physical values as a new native C-ordered array."""
+        self.spec.check()
+        return kernels.decode(self.u, self.spec)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.decode()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def copy(self) -> np.ndarray:
+        # dask's ``finalize`` calls ``.copy()`` on a single-chunk result: hand back numpy.
+        return self.decode()
+
+    def astype(self, dtype: Any, **kwargs: Any) -> np.ndarray:
+        return self.decode().astype(dtype, **kwargs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if _is_basic(index):
+            view = self.u[index]
+            if isinstance(view, np.ndarray):
+                return StoredChunk(view, self.spec)
+            return self.decode_scalar(view)
+        return self.decode()[index]
+
+    def decode_scalar(self, raw: Any) -> Any:
+        """Decode one stored value."""
+        return kernels.decode(np.asarray(raw).reshape(1), self.spec)[0]
+
+    # -- numpy dispatch -------------------------------------------------------------------
+    def __array_function__(self, func, types, args, kwargs):
+        from dfits.array.dispatch import HANDLED
+
+        handler = HANDLED.get(func)
+        if handler is not None:
+            self.spec.check()
+            return handler(*args, **kwargs)
+        return func(*_materialize(args), **_materialize(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if (
+            ufunc is np.subtract
+            and method == "__call__"
+            and not kwargs
+            and len(inputs) == 2
+            and inputs[0] is self
+            and not isinstance(inputs[1], StoredChunk | Deviation)
+        ):
+            return Deviation(self, np.asarray(inputs[1]))
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+    # arithmetic operators route through __array_ufunc__ like numpy's own
+    def __sub__(self, other):
+        return self.__array_ufunc__(np.subtract, "__call__", self, other)
+
+    def __rsub__(self, other):
+        return np.subtract(other, self.decode())
+
+    def __add__(self, other):
+        return np.add(self.decode(), _materialize(other))
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        return np.multiply(self.decode(), _materialize(other))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return np.true_divide(self.decode(), _materialize(other))
+
+    def __rtruediv__(self, other):
+        return np.true_divide(_materialize(other), self.decode())
+
+    def __pow__(self, other):
+        return np.power(self.decode(), _materialize(other))
+
+    def __neg__(self):
+        return np.negative(self.decode())
+
+    def __abs__(self):
+        return np.abs(self.decode())
+
+    def __eq__(self, other):  # type: ignore[override]
+        return np.equal(self.decode(), _materialize(other))
+
+    def __ne__(self, other):  # type: ignore[override]
+        return np.not_equal(self.decode(), _materialize(other))
+
+    def __lt__(self, other):
+        return np.less(self.decode(), _materialize(other))
+
+    def __le__(self, other):
+        return np.less_equal(self.decode(), _materialize(other))
+
+    def __gt__(self, other):
+        return np.greater(self.decode(), _materialize(other))
+
+    def __ge__(self, other):
+        return np.greater_equal(self.decode(), _materialize(other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Deviation:
+    """Lazy ``(chunk - centre) ** power`` as built by dask's ``moment_chunk``."""
+
+    __slots__ = ("centre", "chunk", "power")
+    __array_priority__ = 20
+
+    def __init__(self, chunk: StoredChunk, centre: np.ndarray, power: int = 1) -> None:
+        self.chunk = chunk
+        self.centre = centre
+        self.power = power
+
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    dtype = property(lambda self: np.result_type(self.chunk.dtype, self.centre.dtype))
+
+    def materialize(self) -> np.ndarray:
+        """The deviation as a plain array (the slow path, for anything but a squared sum)."""
+        return (self.chunk.decode() - self.centre) ** self.power
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.materialize()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __pow__(self, other: Any):
+        if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
+            return Deviation(self.chunk, self.centre, int(other))
+        return np.power(self.materialize(), other)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from dfits.array.dispatch import HANDLED_DEVIATION
+
+        handler = HANDLED_DEVIATION.get(func)
+        if handler is not None:
+            return handler(*args, **kwargs)
+        return func(*_materialize(args), **_materialize(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+def _is_basic(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(
+        isinstance(i, slice | int | np.integer) or i is Ellipsis or i is None for i in items
+    )
+
+
+def _materialize(obj: Any) -> Any:
+    """Replace stored chunks (recursively in lists/tuples/dicts) with decoded arrays."""
+    if isinstance(obj, StoredChunk):
+        return obj.decode()
+    if isinstance(obj, Deviation):
+        return obj.materialize()
+    if isinstance(obj, list | tuple):
+        return type(obj)(_materialize(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _materialize(v) for k, v in obj.items()}
+    return obj

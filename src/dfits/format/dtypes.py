@@ -1,0 +1,223 @@
+"""BITPIX ↔ dtype and the rules that turn stored values into physical values.
+
+The contract: :func:`parse_decode_spec` gives, for an image HDU, the stored (big-endian) dtype,
+the physical dtype *exactly as* ``astropy.io.fits`` gives ``hdu.data`` (in native byte order),
+and the BSCALE/BZERO/BLANK to apply. Kernels use the spec; nothing here touches data.
+
+astropy's rules, reproduced here:
+
+* no BSCALE/BZERO/BLANK (or BSCALE = 1, BZERO = 0 and no BLANK): physical = stored type;
+* BSCALE = 1 and BZERO = 2**(n-1) for BITPIX = n in {16, 32, 64}: unsigned ``uint<n>``
+  (BLANK is ignored, as astropy does, because NaN cannot live in an integer array);
+* BITPIX = 8 with BSCALE = 1 and BZERO = -128: signed ``int8`` (BLANK ignored likewise);
+* otherwise integers scale to ``float32`` for BITPIX 8/16 and ``float64`` for 32/64, with BLANK
+  → NaN; floating-point BITPIX keeps its own type and ignores BLANK.
+
+One deliberate difference: astropy skips ``BLANK = 0`` (it tests ``if self._blank:``); dfits
+applies it like any other BLANK, as the FITS standard says.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from dfits.errors import DataError
+
+__all__ = [
+    "BITPIX_TO_STORED",
+    "DecodeSpec",
+    "Mode",
+    "parse_bitpix",
+    "parse_decode_spec",
+]
+
+#: Stored (big-endian) dtype for each legal BITPIX value.
+BITPIX_TO_STORED: dict[int, np.dtype] = {
+    8: np.dtype(">u1"),
+    16: np.dtype(">i2"),
+    32: np.dtype(">i4"),
+    64: np.dtype(">i8"),
+    -32: np.dtype(">f4"),
+    -64: np.dtype(">f8"),
+}
+
+_UNSIGNED = {16: np.dtype("uint16"), 32: np.dtype("uint32"), 64: np.dtype("uint64")}
+
+Mode = Literal["raw", "offset", "scaled"]
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """How to turn stored values into physical ones.
+
+    Attributes
+    ----------
+    bitpix : int
+        The BITPIX of the data.
+    physical : numpy.dtype
+        Native dtype of the physical values, as astropy's ``hdu.data`` would have it.
+    mode : {"raw", "offset", "scaled"}
+        ``raw``: values are the stored ones; ``offset``: integer offset to an unsigned (or int8)
+        type; ``scaled``: ``stored * bscale + bzero`` in floating point, BLANK → NaN.
+    bscale, bzero : float
+        Scale and offset (1.0 and 0.0 when absent).
+    blank : int or None
+        The stored integer that means "no value", when it applies (``scaled`` mode only).
+    error : str or None
+        Why physical values cannot be known (BSCALE = 0, BSCALE not a number, ...); data access
+        raises :class:`~dfits.errors.DataError` with it. Headers stay readable.
+    """
+
+    bitpix: int
+    physical: np.dtype
+    mode: Mode = "raw"
+    bscale: float = 1.0
+    bzero: float = 0.0
+    blank: int | None = None
+    error: str | None = None
+
+    @property
+    def stored(self) -> np.dtype:
+        """Big-endian stored dtype (``>i2``, ``>f4``, ...)."""
+        return BITPIX_TO_STORED[self.bitpix]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per stored value."""
+        return abs(self.bitpix) // 8
+
+    @property
+    def is_float(self) -> bool:
+        """True when the stored values are IEEE floats (BITPIX < 0)."""
+        return self.bitpix < 0
+
+    @property
+    def has_missing(self) -> bool:
+        """True when some values may be missing (NaN or BLANK) in the physical array."""
+        return self.is_float or self.blank is not None
+
+    def check(self) -> None:
+        """Raise :class:`~dfits.errors.DataError` if physical values cannot be computed."""
+        if self.error is not None:
+            raise DataError(self.error)
+
+
+def parse_bitpix(value: object) -> np.dtype:
+    """Return the stored dtype for ``BITPIX = value``; ``ValueError`` if it is illegal.
+
+    Examples
+    --------
+    >>> parse_bitpix(-32)
+    dtype('>f4')
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value not in BITPIX_TO_STORED:
+        raise ValueError(f"BITPIX must be one of 8, 16, 32, 64, -32, -64, not {value!r}")
+    return BITPIX_TO_STORED[value]
+
+
+def _number(value: object) -> float | int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    return None
+
+
+def parse_decode_spec(
+    bitpix: int,
+    bscale: object = None,
+    bzero: object = None,
+    blank: object = None,
+    *,
+    where: str = "",
+) -> tuple[DecodeSpec, list[str]]:
+    """Work out the :class:`DecodeSpec` of an image from its header values.
+
+    Parameters
+    ----------
+    bitpix : int
+        A legal BITPIX (checked by the caller with :func:`parse_bitpix`).
+    bscale, bzero, blank : object
+        The header values, or None when the keyword is absent. Anything may arrive here (a
+        string, a bool, ...): bad values become a deferred ``error`` or a warning, never an
+        exception, so that the header stays readable.
+    where : str
+        Message prefix naming the file and HDU.
+
+    Returns
+    -------
+    spec : DecodeSpec
+    warnings : list of str
+        Messages for recoverable oddities (BLANK on float data, BLANK not an integer).
+
+    Examples
+    --------
+    >>> parse_decode_spec(16, 1, 32768)[0].physical
+    dtype('uint16')
+    >>> parse_decode_spec(16, 0.5, 10, -1)[0].physical
+    dtype('float32')
+    """
+    parse_bitpix(bitpix)
+    stored = BITPIX_TO_STORED[bitpix]
+    warnings: list[str] = []
+    prefix = f"{where}: " if where else ""
+    error = None
+
+    scale = 1.0 if bscale is None else _number(bscale)
+    if scale is None:
+        error = f"{prefix}BSCALE = {bscale!r} is not a number"
+        scale = 1.0
+    elif scale == 0 or not math.isfinite(scale):
+        error = f"{prefix}BSCALE = {bscale!r}: physical values cannot be computed"
+    zero = 0.0 if bzero is None else _number(bzero)
+    if zero is None:
+        error = error or f"{prefix}BZERO = {bzero!r} is not a number"
+        zero = 0.0
+    elif not math.isfinite(zero):
+        error = error or f"{prefix}BZERO = {bzero!r}: physical values cannot be computed"
+
+    blank_value: int | None = None
+    if blank is not None:
+        if bitpix < 0:
+            warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
+        elif isinstance(blank, float) and blank.is_integer():
+            # HiPS tiles write BLANK = -32768.0; astropy accepts it, so do we.
+            blank_value = int(blank)
+        elif isinstance(blank, int) and not isinstance(blank, bool):
+            blank_value = blank
+        else:
+            warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
+        if blank_value is not None:
+            info = np.iinfo(stored)
+            if not info.min <= blank_value <= info.max:
+                warnings.append(
+                    f"{prefix}BLANK = {blank_value!r} outside the range of BITPIX = {bitpix}; "
+                    "ignored"
+                )
+                blank_value = None
+
+    if error is not None:
+        native = stored.newbyteorder("=")
+        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error), warnings
+
+    if bitpix > 0 and scale == 1:
+        if bitpix == 8 and zero == -128:
+            return DecodeSpec(bitpix, np.dtype("int8"), "offset", 1.0, -128.0), warnings
+        if bitpix in _UNSIGNED and zero == 2 ** (bitpix - 1):
+            return DecodeSpec(bitpix, _UNSIGNED[bitpix], "offset", 1.0, float(zero)), warnings
+
+    if scale == 1 and zero == 0 and (blank_value is None or bitpix < 0):
+        return DecodeSpec(bitpix, stored.newbyteorder("="), "raw"), warnings
+
+    if bitpix < 0:
+        physical = stored.newbyteorder("=")
+    else:
+        physical = np.dtype("float64") if bitpix > 16 else np.dtype("float32")
+    return (
+        DecodeSpec(bitpix, physical, "scaled", float(scale), float(zero), blank_value),
+        warnings,
+    )

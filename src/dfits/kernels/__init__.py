@@ -1,0 +1,28 @@
+"""Pure Numba kernels over native unsigned views of stored big-endian FITS values.
+
+Nothing here imports dask, xarray or anything that touches files; kernels compile lazily on
+first use. See :mod:`dfits.kernels.api` for the N-d entry points and
+:mod:`dfits.kernels.oracle` for the numpy definitions they are tested against.
+"""
+
+from __future__ import annotations
+
+from dfits.kernels.api import (
+    decode,
+    extrema,
+    integer_sum,
+    is_integer_kind,
+    moments,
+    normalize_axis,
+    sum_count,
+)
+
+__all__ = [
+    "decode",
+    "extrema",
+    "integer_sum",
+    "is_integer_kind",
+    "moments",
+    "normalize_axis",
+    "sum_count",
+]

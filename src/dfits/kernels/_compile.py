@@ -1,0 +1,48 @@
+"""Numba plumbing shared by every kernel: flags, block sizes, the compensated add.
+
+Kernels are built by ``functools.cache``-d factories (one per encoding kind and option), so
+nothing compiles at import and each variant compiles once per process on first use. They are
+``nogil`` so dask's threaded scheduler runs them in parallel. Numba's on-disk cache is not used:
+closures over per-kind loaders cannot be cached safely, and worker *processes* sharing one cache
+directory is a known source of trouble; compilation of a variant takes well under a second.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["BLOCK", "FASTMATH", "TILE", "jit", "neumaier"]
+
+#: Contiguous values summed into one partial before the compensated add. Large enough that
+#: the compensated add is negligible, small enough that each vector lane sums ≤ 256 terms
+#: (8 lanes of f64 on AVX-512, fewer elsewhere), so the block's rounding error stays tiny.
+BLOCK = 2048
+
+#: Columns handled together when reducing over a middle axis: keeps per-column accumulators
+#: and the block being re-read (two-pass variance) in L1/L2.
+TILE = 512
+
+#: Reassociation lets LLVM split a running sum over vector lanes (the whole point of the
+#: in-register swap). We never allow ``nnan``/``ninf``: NaN tests must survive.
+FASTMATH = frozenset({"reassoc", "nsz", "arcp"})
+
+
+def jit(func):
+    """Compile a kernel: nopython, no GIL, reassociating float math."""
+    return njit(nogil=True, fastmath=set(FASTMATH), error_model="numpy")(func)
+
+
+@njit(nogil=True, error_model="numpy")
+def neumaier(total, comp, value):
+    """Compensated (Neumaier) addition in strict IEEE arithmetic.
+
+    Compiled on its own *without* fast-math flags so that reassociation allowed in the calling
+    kernel cannot cancel the compensation term away (LLVM keeps flags per instruction when it
+    inlines). Returns the new ``(total, comp)``; the sum is ``total + comp``.
+    """
+    t = total + value
+    if abs(total) >= abs(value):
+        comp += (total - t) + value
+    else:
+        comp += (value - t) + total
+    return t, comp

@@ -1,0 +1,67 @@
+"""Register-level byte swapping and bit casting for Numba kernels.
+
+Numba refuses arrays whose byte order is not native, so kernels take *native unsigned views*
+(``u1/u2/u4/u8``) of the stored big-endian bytes. These intrinsics swap a value in a register
+(LLVM ``bswap``, which the vectoriser turns into a shuffle) and reinterpret the bits as the
+stored type, so the conversion never touches memory.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+__all__ = ["load_f4", "load_f8", "load_i1", "load_u1", "load_i2", "load_i4", "load_i8", "swap_bits"]
+
+
+def _make_loader(utype: types.Integer, vtype: types.Number, name: str):
+    """Build an intrinsic ``(array, index) -> value`` that bswaps then bit-casts."""
+
+    @intrinsic
+    def _swap(typingctx, raw):
+        if raw != utype:
+            return None
+        sig = vtype(utype)
+
+        def codegen(context, builder, signature, args):
+            (value,) = args
+            if utype.bitwidth > 8:
+                value = builder.bswap(value)
+            target = context.get_value_type(vtype)
+            if isinstance(target, ir.IntType):
+                return value
+            return builder.bitcast(value, target)
+
+        return sig, codegen
+
+    _swap.__name__ = name
+    return _swap
+
+
+#: uint16 stored big-endian → int16
+load_i2 = _make_loader(types.uint16, types.int16, "load_i2")
+load_i4 = _make_loader(types.uint32, types.int32, "load_i4")
+load_i8 = _make_loader(types.uint64, types.int64, "load_i8")
+load_f4 = _make_loader(types.uint32, types.float32, "load_f4")
+load_f8 = _make_loader(types.uint64, types.float64, "load_f8")
+
+load_u1 = _make_loader(types.uint8, types.uint8, "load_u1")
+#: uint8 bits → int8 (used after flipping the top bit for BZERO = -128)
+load_i1 = _make_loader(types.uint8, types.int8, "load_i1")
+
+
+@intrinsic
+def swap_bits(typingctx, raw):
+    """Byte-swap an unsigned integer, keeping its type (for BLANK tests on raw values)."""
+    if not isinstance(raw, types.Integer):
+        return None
+    sig = raw(raw)
+
+    def codegen(context, builder, signature, args):
+        (value,) = args
+        if raw.bitwidth > 8:
+            return builder.bswap(value)
+        return value
+
+    return sig, codegen

@@ -1,0 +1,251 @@
+"""N-d entry points: decode and reduce native unsigned views of stored big-endian values.
+
+Every function takes ``u``, a native unsigned view (``u1/u2/u4/u8``) of stored bytes of any
+shape and strides (read-only memmaps included), and ``spec``, any object with ``bitpix``,
+``mode`` ("raw" | "offset" | "scaled"), ``bscale``, ``bzero``, ``blank`` and ``physical``
+(``dfits.format.dtypes.DecodeSpec`` is one). Results are shaped like the kept axes of ``u``, in
+order (no ``keepdims``). Nothing here knows about files or dask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from dfits.kernels._loaders import Kind, kind_of
+from dfits.kernels._shape import layout_for
+from dfits.kernels.decode import decode_kernel
+from dfits.kernels.extrema import extrema_kernels
+from dfits.kernels.moments import isum_kernels, moments_kernels, sum_kernels
+
+__all__ = [
+    "Spec",
+    "decode",
+    "extrema",
+    "integer_sum",
+    "is_integer_kind",
+    "moments",
+    "normalize_axis",
+    "sum_count",
+]
+
+
+class Spec(Protocol):
+    """What kernels need to know about an encoding."""
+
+    bitpix: int
+    mode: str
+    bscale: float
+    bzero: float
+    blank: int | None
+    physical: np.dtype
+
+
+def normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
+    """Return sorted non-negative reduced axes; ``None`` means all.
+
+    Examples
+    --------
+    >>> normalize_axis(-1, 3)
+    (2,)
+    >>> normalize_axis(None, 2)
+    (0, 1)
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    out = []
+    for ax in axes:
+        ax = int(ax)
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(ax, ndim)
+        out.append(ax % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _params(u: np.ndarray, spec: Spec) -> tuple[Kind, float, float, Any]:
+    kind = kind_of(spec)
+    if u.dtype != kind.view_dtype:
+        raise TypeError(f"kernels need a {kind.view_dtype} view for BITPIX {kind.bitpix}")
+    blank = 0
+    if kind.has_blank:
+        # compare raw bits: the stored big-endian pattern of BLANK as this machine reads it
+        blank = np.array(spec.blank, dtype=f">i{abs(kind.bitpix) // 8}").view(kind.view_dtype)
+        blank = blank.astype(kind.view_dtype.newbyteorder("="))[()]
+    return kind, float(spec.bscale), float(spec.bzero), kind.view_dtype.type(blank)
+
+
+def is_integer_kind(spec: Spec) -> bool:
+    """True when physical values are integers that can never be missing."""
+    return spec.bitpix > 0 and spec.mode in ("raw", "offset")
+
+
+def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarray:
+    """Return the physical values of ``u`` as a new C-ordered native array (or fill ``out``)."""
+    kind, scale, zero, blank = _params(u, spec)
+    if out is None:
+        out = np.empty(u.shape, dtype=spec.physical)
+    if u.size == 0:
+        return out
+    kernel = decode_kernel(kind)
+    layout = layout_for(u, frozenset(range(u.ndim)))
+    if layout is not None and out.flags.c_contiguous:
+        _, u2 = layout
+        kernel(u2, scale, zero, blank, out.reshape(u2.shape))
+    elif u.ndim <= 2:
+        u2 = u.reshape((1,) * (2 - u.ndim) + u.shape) if u.ndim < 2 else u
+        kernel(u2, scale, zero, blank, out.reshape(u2.shape) if u.ndim < 2 else out)
+    else:
+        for i in range(u.shape[0]):
+            decode(u[i], spec, out[i])
+    return out
+
+
+def _kept_shape(u: np.ndarray, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for ax, n in enumerate(u.shape) if ax not in axes)
+
+
+def _run(
+    u: np.ndarray,
+    axes: tuple[int, ...],
+    outs: list[np.ndarray],
+    call: Callable[[str, np.ndarray, list[np.ndarray]], None],
+    combine: Callable[[list[list[np.ndarray]], int], list[np.ndarray]],
+) -> list[np.ndarray]:
+    """Run a kernel over ``u`` into ``outs`` (shaped as the kept axes), splitting if needed."""
+    layout = layout_for(u, frozenset(axes))
+    if layout is not None:
+        form, v = layout
+        if form == "rows":
+            call(form, v, [o.reshape(v.shape[0]) for o in outs])
+        else:
+            call(form, v, [o.reshape(v.shape[0], v.shape[2]) for o in outs])
+        return outs
+    # Awkward layout: split along axis 0 and recurse on views (never a copy of the data).
+    sub_axes = tuple(a - 1 for a in axes if a > 0)
+    parts = []
+    for i in range(u.shape[0]):
+        sub = [np.zeros(o.shape[1:] if 0 not in axes else o.shape, o.dtype) for o in outs]
+        parts.append(_run(u[i], sub_axes, sub, call, combine))
+    if 0 not in axes:
+        for k, o in enumerate(outs):
+            o[...] = np.stack([p[k] for p in parts])
+        return outs
+    sub_size = int(np.prod([u.shape[a] for a in axes if a > 0]))
+    for k, res in enumerate(combine(parts, sub_size)):
+        outs[k][...] = res
+    return outs
+
+
+def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
+    """Float64 sums and int64 counts of (valid, with ``skipna``) values over ``axis``."""
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = _kept_shape(u, axes)
+    out_sum = np.zeros(shape)
+    out_n = np.zeros(shape, np.int64)
+    if u.size == 0:
+        return out_sum, out_n
+    rows, cols = sum_kernels(kind, skipna)
+
+    def call(form, v, outs):
+        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs)
+
+    def combine(parts, _):
+        return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
+
+    return tuple(_run(u, axes, [out_sum, out_n], call, combine))
+
+
+def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:
+    """Exact integer sum (``int64``, or ``uint64`` for unsigned data), as ``numpy.sum``."""
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    acc = np.dtype(np.uint64 if spec.physical.kind == "u" else np.int64)
+    out = np.zeros(_kept_shape(u, axes), acc)
+    if u.size == 0:
+        return out
+    rows, cols = isum_kernels(kind)
+
+    def call(form, v, outs):
+        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs)
+
+    def combine(parts, _):
+        return [np.sum([p[0] for p in parts], axis=0, dtype=acc)]
+
+    return _run(u, axes, [out], call, combine)[0]
+
+
+def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
+    """``(n, mean, M2)`` over ``axis``: counts (int64), means and squared deviations (float64)."""
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = _kept_shape(u, axes)
+    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
+    if u.size == 0:
+        return tuple(outs)
+    rows, cols = moments_kernels(kind, skipna)
+
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
+
+    return tuple(_run(u, axes, outs, call, combine_moments))
+
+
+def combine_moments(parts, _sub_size: int = 0):
+    """Merge a list of ``(n, mean, M2)`` partials exactly (Chan et al.), elementwise."""
+    n, mean, m2 = (np.asarray(x, dtype=float).copy() for x in parts[0])
+    for pn, pmean, pm2 in parts[1:]:
+        tot = n + pn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = pmean - mean
+            frac = np.where(tot > 0, pn / np.where(tot > 0, tot, 1), 0.0)
+            new_mean = np.where(n == 0, pmean, np.where(pn == 0, mean, mean + delta * frac))
+            new_m2 = np.where(
+                n == 0, pm2, np.where(pn == 0, m2, m2 + pm2 + delta * delta * n * frac)
+            )
+        n, mean, m2 = tot, new_mean, new_m2
+    return [n.astype(np.int64), mean, m2]
+
+
+def extrema(u: np.ndarray, spec: Spec, axis: Any = None, *, want_max: bool = False):
+    """``(value, index, nan_index)`` of the min (or max) of valid values over ``axis``.
+
+    ``index`` is the C-order flat index within the reduced axes of the first extreme valid
+    value (-1 when there is none); ``nan_index`` that of the first missing value (-1: none).
+    """
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = _kept_shape(u, axes)
+    outs = [np.zeros(shape, spec.physical), np.full(shape, -1, np.int64),
+            np.full(shape, -1, np.int64)]
+    if u.size == 0:
+        return tuple(outs)
+    rows, cols = extrema_kernels(kind, want_max)
+
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
+
+    def combine(parts, sub_size):
+        return _combine_extrema(parts, want_max, sub_size)
+
+    return tuple(_run(u, axes, outs, call, combine))
+
+
+def _combine_extrema(parts, want_max: bool, sub_size: int):
+    """Merge extrema of consecutive slabs of axis 0; indices become flat over all axes."""
+    val = parts[0][0].copy()
+    idx = parts[0][1].copy()
+    nanidx = parts[0][2].copy()
+    for i, (pv, pi, pn) in enumerate(parts[1:], start=1):
+        off = i * sub_size
+        has = pi >= 0
+        take = has & ((idx < 0) | ((pv > val) if want_max else (pv < val)))
+        val = np.where(take, pv, val)
+        idx = np.where(take, pi + off, idx)
+        nanidx = np.where((nanidx < 0) & (pn >= 0), pn + off, nanidx)
+    return [val, idx, nanidx]

@@ -1,0 +1,88 @@
+"""Fused min / max / argmin / argmax (NaN-propagating and NaN-skipping) from stored bits.
+
+Comparisons are made on the *physical* value computed exactly as astropy computes it (float32
+arithmetic for scaled BITPIX 8/16), so results equal ``numpy.min(astropy_data)`` bit for bit,
+including ties (the first occurrence wins, as in ``numpy.argmin``).
+
+Layouts as in :mod:`dfits.kernels.moments`: ``rows`` reduces the last axis of ``u[A, B]``,
+``cols`` the middle axis of ``u[A, B, C]``. Each writes the extreme value, its index along the
+reduced axis, and whether a NaN was seen (so that callers can propagate NaN or report
+all-NaN slices).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from dfits.kernels._compile import jit
+from dfits.kernels._loaders import Kind, loaders
+
+__all__ = ["extrema_kernels"]
+
+
+@functools.cache
+def extrema_kernels(kind: Kind, want_max: bool):
+    """Return ``(rows, cols)`` kernels for min (``want_max=False``) or max.
+
+    Outputs: ``out_val`` (physical dtype) holds the extreme of the valid values (undefined
+    where ``out_idx == -1``, i.e. no valid value); ``out_idx`` (int64) its first index along the
+    reduced axis; ``out_nan`` (bool) whether any missing value was seen, and ``out_nanidx``
+    (int64) the first missing index (for NaN-propagating argmin/argmax).
+    """
+    ld = loaders(kind)
+    valid, phys = ld.valid, ld.phys
+    can_miss = kind.can_be_missing
+
+    @jit
+    def better(v, best):
+        if want_max:
+            return v > best
+        return v < best
+
+    @jit
+    def rows(u, scale, zero, blank, out_val, out_idx, out_nanidx):
+        nrow, length = u.shape
+        for a in range(nrow):
+            idx = -1
+            nanidx = -1
+            best = phys(u[a, 0], scale, zero, blank) if length > 0 else out_val[a]
+            for b in range(length):
+                x = u[a, b]
+                if can_miss and not valid(x, blank):
+                    if nanidx < 0:
+                        nanidx = b
+                    continue
+                v = phys(x, scale, zero, blank)
+                if idx < 0 or better(v, best):
+                    best = v
+                    idx = b
+            out_val[a] = best
+            out_idx[a] = idx
+            out_nanidx[a] = nanidx
+
+    @jit
+    def cols(u, scale, zero, blank, out_val, out_idx, out_nanidx):
+        na, nb, nc = u.shape
+        for a in range(na):
+            out_idx[a, :] = -1
+            out_nanidx[a, :] = -1
+            for b in range(nb):
+                for c in range(nc):
+                    x = u[a, b, c]
+                    if can_miss and not valid(x, blank):
+                        if out_nanidx[a, c] < 0:
+                            out_nanidx[a, c] = b
+                        continue
+                    v = phys(x, scale, zero, blank)
+                    if out_idx[a, c] < 0 or better(v, out_val[a, c]):
+                        out_val[a, c] = v
+                        out_idx[a, c] = b
+
+    return rows, cols
+
+
+def physical_fill(dtype: np.dtype):
+    """A placeholder value of ``dtype`` for slices with no valid value (overwritten later)."""
+    return np.zeros((), dtype=dtype)[()]

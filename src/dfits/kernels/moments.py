@@ -1,0 +1,245 @@
+"""Fused sum / count / mean / variance partials straight from stored big-endian bits.
+
+Two layouts cover every axis subset once the caller has coalesced axes (see ``_shape``):
+
+``rows``  ``u[A, B] → out[A]``      reduce the last axis (full reductions: ``A = 1``; spectra)
+``cols``  ``u[A, B, C] → out[A, C]`` reduce the middle axis, vectorised along ``C`` (moment maps)
+
+Accuracy: values are accumulated in float64. A block of :data:`BLOCK` contiguous values (or
+:data:`TILE` columns × ``BLOCK // 8`` rows) is summed with reassociation allowed, so LLVM
+spreads it over vector lanes and each lane adds at most a few hundred terms; block results are
+combined with Neumaier compensation in strict arithmetic. The error is therefore bounded by the
+block size, not by the number of values: on 10**8 values it stays within a few ulps of the
+exactly rounded sum (tested), where a single running float64 sum drifts by ~10**8 ε.
+
+Variance uses per-block two-pass statistics (the block is still in cache for the second pass)
+merged with Chan et al.'s pairwise update, so one memory pass yields exact-combining
+``(n, mean, M2)`` partials.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from dfits.kernels._compile import BLOCK, TILE, jit, neumaier
+from dfits.kernels._loaders import Kind, loaders
+
+__all__ = ["isum_kernels", "moments_kernels", "sum_kernels"]
+
+_ROWS_PER_TILE = BLOCK // 8
+
+
+@functools.cache
+def sum_kernels(kind: Kind, skipna: bool):
+    """Return ``(rows, cols)`` kernels writing float64 sums and int64 counts of valid values.
+
+    Without ``skipna`` a missing value (NaN, BLANK) makes the sum NaN, as in ``numpy.sum``;
+    the count is then the number of elements. With ``skipna`` missing values are left out of
+    both, as in ``numpy.nansum`` and ``numpy.nanmean``.
+    """
+    ld = loaders(kind)
+    valid, f64 = ld.valid, ld.f64
+    check = skipna and kind.can_be_missing
+
+    @jit
+    def rows(u, scale, zero, blank, out_sum, out_n):
+        nrow, length = u.shape
+        for a in range(nrow):
+            total = 0.0
+            comp = 0.0
+            n = 0
+            for b0 in range(0, length, BLOCK):
+                b1 = min(b0 + BLOCK, length)
+                s = 0.0
+                if check:
+                    c = 0
+                    for b in range(b0, b1):
+                        x = u[a, b]
+                        ok = valid(x, blank)
+                        v = f64(x, scale, zero, blank)
+                        s += v if ok else 0.0
+                        c += np.int64(ok)
+                    n += c
+                else:
+                    for b in range(b0, b1):
+                        s += f64(u[a, b], scale, zero, blank)
+                    n += b1 - b0
+                total, comp = neumaier(total, comp, s)
+            out_sum[a] = total + comp if np.isfinite(total) else total
+            out_n[a] = n
+
+    @jit
+    def cols(u, scale, zero, blank, out_sum, out_n):
+        na, nb, nc = u.shape
+        part = np.empty(TILE)
+        comp = np.empty(TILE)
+        total = np.empty(TILE)
+        cnt = np.empty(TILE, np.int64)
+        for a in range(na):
+            for c0 in range(0, nc, TILE):
+                c1 = min(c0 + TILE, nc)
+                w = c1 - c0
+                total[:w] = 0.0
+                comp[:w] = 0.0
+                cnt[:w] = 0
+                for b0 in range(0, nb, _ROWS_PER_TILE):
+                    b1 = min(b0 + _ROWS_PER_TILE, nb)
+                    part[:w] = 0.0
+                    for b in range(b0, b1):
+                        if check:
+                            for c in range(w):
+                                x = u[a, b, c0 + c]
+                                ok = valid(x, blank)
+                                v = f64(x, scale, zero, blank)
+                                part[c] += v if ok else 0.0
+                                cnt[c] += np.int64(ok)
+                        else:
+                            for c in range(w):
+                                part[c] += f64(u[a, b, c0 + c], scale, zero, blank)
+                    if not check:
+                        for c in range(w):
+                            cnt[c] += b1 - b0
+                    for c in range(w):
+                        total[c], comp[c] = neumaier(total[c], comp[c], part[c])
+                for c in range(w):
+                    t = total[c]
+                    out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
+                    out_n[a, c0 + c] = cnt[c]
+
+    return rows, cols
+
+
+@functools.cache
+def moments_kernels(kind: Kind, skipna: bool):
+    """Return ``(rows, cols)`` kernels writing ``n`` (int64), ``mean`` and ``M2`` (float64).
+
+    ``M2`` is the sum of squared deviations from ``mean``. Without ``skipna`` a missing value
+    makes ``mean`` and ``M2`` NaN (``n`` counts every element), as ``numpy.var`` does.
+    """
+    ld = loaders(kind)
+    valid, f64 = ld.valid, ld.f64
+    check = skipna and kind.can_be_missing
+
+    @jit
+    def rows(u, scale, zero, blank, out_n, out_mean, out_m2):
+        nrow, length = u.shape
+        for a in range(nrow):
+            n = 0
+            mean = 0.0
+            m2 = 0.0
+            for b0 in range(0, length, BLOCK):
+                b1 = min(b0 + BLOCK, length)
+                s = 0.0
+                c = 0
+                for b in range(b0, b1):
+                    x = u[a, b]
+                    ok = not check or valid(x, blank)
+                    v = f64(x, scale, zero, blank)
+                    s += v if ok else 0.0
+                    c += np.int64(ok)
+                if c == 0:
+                    continue
+                bmean = s / c
+                q = 0.0
+                for b in range(b0, b1):
+                    x = u[a, b]
+                    ok = not check or valid(x, blank)
+                    d = f64(x, scale, zero, blank) - bmean
+                    q += d * d if ok else 0.0
+                n, mean, m2 = _chan(n, mean, m2, c, bmean, q)
+            out_n[a] = n
+            out_mean[a] = mean if n > 0 else np.nan
+            out_m2[a] = m2 if n > 0 else np.nan
+
+    @jit
+    def cols(u, scale, zero, blank, out_n, out_mean, out_m2):
+        na, nb, nc = u.shape
+        s = np.empty(TILE)
+        q = np.empty(TILE)
+        c = np.empty(TILE, np.int64)
+        for a in range(na):
+            for c0 in range(0, nc, TILE):
+                c1 = min(c0 + TILE, nc)
+                w = c1 - c0
+                out_n[a, c0:c1] = 0
+                out_mean[a, c0:c1] = 0.0
+                out_m2[a, c0:c1] = 0.0
+                for b0 in range(0, nb, _ROWS_PER_TILE):
+                    b1 = min(b0 + _ROWS_PER_TILE, nb)
+                    s[:w] = 0.0
+                    q[:w] = 0.0
+                    c[:w] = 0
+                    for b in range(b0, b1):
+                        for k in range(w):
+                            x = u[a, b, c0 + k]
+                            ok = not check or valid(x, blank)
+                            v = f64(x, scale, zero, blank)
+                            s[k] += v if ok else 0.0
+                            c[k] += np.int64(ok)
+                    for k in range(w):
+                        s[k] = s[k] / c[k] if c[k] > 0 else 0.0
+                    for b in range(b0, b1):
+                        for k in range(w):
+                            x = u[a, b, c0 + k]
+                            ok = not check or valid(x, blank)
+                            d = f64(x, scale, zero, blank) - s[k]
+                            q[k] += d * d if ok else 0.0
+                    for k in range(w):
+                        if c[k] > 0:
+                            n, mean, m2 = _chan(
+                                out_n[a, c0 + k], out_mean[a, c0 + k], out_m2[a, c0 + k],
+                                c[k], s[k], q[k],
+                            )
+                            out_n[a, c0 + k] = n
+                            out_mean[a, c0 + k] = mean
+                            out_m2[a, c0 + k] = m2
+                for k in range(w):
+                    if out_n[a, c0 + k] == 0:
+                        out_mean[a, c0 + k] = np.nan
+                        out_m2[a, c0 + k] = np.nan
+
+    return rows, cols
+
+
+@jit
+def _chan(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    """Merge two ``(n, mean, M2)`` partials (Chan, Golub & LeVeque 1979)."""
+    if n_a == 0:
+        return n_b, mean_b, m2_b
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    mean = mean_a + delta * (n_b / n)
+    m2 = m2_a + m2_b + delta * delta * (n_a * (n_b / n))
+    return n, mean, m2
+
+
+@functools.cache
+def isum_kernels(kind: Kind):
+    """Return ``(rows, cols)`` kernels summing integer physical values exactly.
+
+    ``numpy.sum`` of an ``int16``/``uint16``/... array is an exact ``int64``/``uint64`` (with
+    numpy's wrap-around on overflow); the caller zeroes ``out_sum`` with that dtype and the
+    kernel accumulates in it. Only for kinds without missing values (raw or offset integers).
+    """
+    phys = loaders(kind).phys
+
+    @jit
+    def rows(u, scale, zero, blank, out_sum):
+        nrow, length = u.shape
+        for a in range(nrow):
+            t = out_sum[a]
+            for b in range(length):
+                t += phys(u[a, b], scale, zero, blank)
+            out_sum[a] = t
+
+    @jit
+    def cols(u, scale, zero, blank, out_sum):
+        na, nb, nc = u.shape
+        for a in range(na):
+            for b in range(nb):
+                for c in range(nc):
+                    out_sum[a, c] += phys(u[a, b, c], scale, zero, blank)
+
+    return rows, cols
