@@ -1,0 +1,36 @@
+"""Write small FITS files with astropy and expose them through ImageBlock, layout-free."""
+
+from __future__ import annotations
+
+import numpy as np
+from astropy.io import fits
+
+from dfits.array.build import ImageBlock, dask_array
+from dfits.array.chunks import normalize
+from dfits.format.dtypes import parse_decode_spec
+from dfits.io import open_source
+
+
+def write_image(path, data, bscale=None, bzero=None, blank=None):
+    """Write ``data`` (stored values) as a primary HDU with the given scaling keywords."""
+    hdu = fits.PrimaryHDU(data)
+    for key, value in (("BSCALE", bscale), ("BZERO", bzero), ("BLANK", blank)):
+        if value is not None:
+            hdu.header[key] = value
+    hdu.writeto(path, overwrite=True)
+    with fits.open(path, do_not_scale_image_data=True) as hl:
+        offset = hl[0]._data_offset
+    return offset
+
+
+def block_array(path, offset, shape, bitpix, bscale=None, bzero=None, blank=None, chunks=None):
+    spec = parse_decode_spec(bitpix, bscale, bzero, blank)[0]
+    block = ImageBlock(open_source(path), offset, shape, spec)
+    norm = normalize(chunks, shape, spec.physical, spec.itemsize)
+    return dask_array(block, norm, f"test-{path}-{norm}"), spec
+
+
+def astropy_data(path):
+    with fits.open(path) as hl:
+        data = hl[0].data
+        return data.astype(data.dtype.newbyteorder("="))

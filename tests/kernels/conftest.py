@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dfits.format.dtypes import parse_decode_spec
+
+#: (id, BITPIX, BSCALE, BZERO, BLANK): every BITPIX, raw / scaled / offset, with and without
+#: BLANK (BLANK = 0 and the type minimum included)
+ENCODINGS = [
+    ("u8", 8, None, None, None),
+    ("u8-blank", 8, 2.0, 1.0, 0),
+    ("i8-offset", 8, 1, -128, None),
+    ("i16", 16, None, None, None),
+    ("i16-scaled-blank", 16, 0.5, 3.0, -5),
+    ("i16-blank-min", 16, None, None, -32768),
+    ("u16-offset", 16, 1, 32768, None),
+    ("i32", 32, None, None, None),
+    ("i32-scaled-blank", 32, 2.5, -1.0, 7),
+    ("u32-offset", 32, 1, 2**31, None),
+    ("i64", 64, None, None, None),
+    ("i64-blank-min", 64, None, None, -(2**63)),
+    ("u64-offset", 64, 1, 2**63, None),
+    ("f32", -32, None, None, None),
+    ("f32-scaled", -32, 2.0, 1.0, None),
+    ("f64", -64, None, None, None),
+]
+
+
+def make_stored(spec, shape, rng, missing=True):
+    """Random stored (big-endian) values for ``spec``, with NaNs / BLANKs sprinkled in."""
+    stored = spec.stored
+    if spec.bitpix < 0:
+        raw = (rng.standard_normal(shape) * 100).astype(stored)
+        if missing and raw.size:
+            raw.flat[rng.integers(0, raw.size, max(1, raw.size // 20))] = np.nan
+    else:
+        info = np.iinfo(stored)
+        raw = rng.integers(info.min, info.max, shape, dtype=stored.newbyteorder("="),
+                           endpoint=True).astype(stored)
+        if spec.blank is not None and missing and raw.size:
+            raw.flat[rng.integers(0, raw.size, max(1, raw.size // 20))] = spec.blank
+    return raw
+
+
+@pytest.fixture(params=ENCODINGS, ids=[e[0] for e in ENCODINGS])
+def spec(request):
+    _, bitpix, bscale, bzero, blank = request.param
+    return parse_decode_spec(bitpix, bscale, bzero, blank)[0]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
