@@ -101,12 +101,14 @@ def _extreme(x, axis, out, keepdims, want_max, skipna, name):
         raise ValueError(
             f"zero-size array to reduction operation {name} which has no identity"
         )
-    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
-    missing = (idx < 0) | (nanidx >= 0 if not skipna else False)
+    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max,
+                                       with_index=False)
+    # value-only kernel: idx counts valid values, nanidx missing ones
+    missing = (idx == 0) | (nanidx > 0 if not skipna else False)
     if np.any(missing):
         val = val.astype(x.dtype, copy=True)
         val[missing] = np.nan
-        if skipna and np.any(idx < 0):
+        if skipna and np.any(idx == 0):
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
     return _finish(_shape_out(x, axes, keepdims, val), None, out)
 

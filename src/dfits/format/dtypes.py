@@ -13,6 +13,9 @@ astropy's rules, reproduced here:
 * otherwise integers scale to ``float32`` for BITPIX 8/16 and ``float64`` for 32/64, with BLANK
   → NaN; floating-point BITPIX keeps its own type and ignores BLANK.
 
+A BLANK written as a float literal (``-32768.0``, as HiPS tiles do) is ignored on unscaled data
+and applied on scaled data, with a warning either way — astropy's behaviour.
+
 One deliberate difference: astropy skips ``BLANK = 0`` (it tests ``if self._blank:``); dfits
 applies it like any other BLANK, as the FITS standard says.
 """
@@ -185,8 +188,14 @@ def parse_decode_spec(
         if bitpix < 0:
             warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
         elif isinstance(blank, float) and blank.is_integer():
-            # HiPS tiles write BLANK = -32768.0; astropy accepts it, so do we.
-            blank_value = int(blank)
+            # HiPS tiles write BLANK = -32768.0. astropy warns and ignores it on unscaled data
+            # but still applies it when BSCALE/BZERO scale the data; we do the same.
+            if scale == 1 and zero == 0:
+                warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
+            else:
+                warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; applied as "
+                                f"{int(blank)} because the data are scaled (as astropy does)")
+                blank_value = int(blank)
         elif isinstance(blank, int) and not isinstance(blank, bool):
             blank_value = blank
         else:

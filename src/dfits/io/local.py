@@ -26,7 +26,9 @@ from dfits.errors import FileChangedError, TruncatedFileError
 __all__ = ["FileIdentity", "LocalSource"]
 
 _PAGE = mmap.ALLOCATIONGRANULARITY
-_fds: dict[tuple[int, str], int] = {}
+# keyed by identity too: a file replaced under the same path (atomic rewrite) gets a new
+# descriptor instead of reading the old, deleted inode
+_fds: dict[tuple[int, str, int, int], int] = {}
 _lock = threading.Lock()
 
 
@@ -65,7 +67,7 @@ class LocalSource:
         return (self.path, self.identity.size, self.identity.mtime_ns)
 
     def _fd(self) -> int:
-        key = (os.getpid(), self.path)
+        key = (os.getpid(), self.path, self.identity.size, self.identity.mtime_ns)
         fd = _fds.get(key)
         if fd is None:
             with _lock:

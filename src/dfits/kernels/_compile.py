@@ -20,7 +20,7 @@ BLOCK = 2048
 
 #: Columns handled together when reducing over a middle axis: keeps per-column accumulators
 #: and the block being re-read (two-pass variance) in L1/L2.
-TILE = 512
+TILE = 2048
 
 #: Reassociation lets LLVM split a running sum over vector lanes (the whole point of the
 #: in-register swap). We never allow ``nnan``/``ninf``: NaN tests must survive.

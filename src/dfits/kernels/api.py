@@ -17,7 +17,7 @@ import numpy as np
 from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import layout_for
 from dfits.kernels.decode import decode_kernel
-from dfits.kernels.extrema import extrema_kernels
+from dfits.kernels.extrema import extrema_kernels, minmax_kernels
 from dfits.kernels.moments import isum_kernels, moments_kernels, sum_kernels
 
 __all__ = [
@@ -212,11 +212,16 @@ def combine_moments(parts, _sub_size: int = 0):
     return [n.astype(np.int64), mean, m2]
 
 
-def extrema(u: np.ndarray, spec: Spec, axis: Any = None, *, want_max: bool = False):
+def extrema(
+    u: np.ndarray, spec: Spec, axis: Any = None, *, want_max: bool = False,
+    with_index: bool = True,
+):
     """``(value, index, nan_index)`` of the min (or max) of valid values over ``axis``.
 
     ``index`` is the C-order flat index within the reduced axes of the first extreme valid
     value (-1 when there is none); ``nan_index`` that of the first missing value (-1: none).
+    With ``with_index=False`` a faster kernel runs and both "indices" are counts: of valid
+    values and of missing ones (so ``> 0`` / ``>= 0`` tests still mean "some").
     """
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
@@ -225,15 +230,32 @@ def extrema(u: np.ndarray, spec: Spec, axis: Any = None, *, want_max: bool = Fal
             np.full(shape, -1, np.int64)]
     if u.size == 0:
         return tuple(outs)
-    rows, cols = extrema_kernels(kind, want_max)
+    rows, cols = (extrema_kernels if with_index else minmax_kernels)(kind, want_max)
+    init = _identity(spec.physical, want_max)
 
     def call(form, v, outs_):
+        if not with_index:
+            outs_[0][...] = init
         (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
 
     def combine(parts, sub_size):
+        if not with_index:
+            pick = np.fmax if want_max else np.fmin
+            val = parts[0][0]
+            for p in parts[1:]:
+                val = pick(val, p[0])
+            return [val, sum(p[1] for p in parts), sum(p[2] for p in parts)]
         return _combine_extrema(parts, want_max, sub_size)
 
     return tuple(_run(u, axes, outs, call, combine))
+
+
+def _identity(dtype: np.dtype, want_max: bool):
+    """The value every element beats: -inf/+inf, or the integer type's min/max."""
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if want_max else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if want_max else info.max)
 
 
 def _combine_extrema(parts, want_max: bool, sub_size: int):

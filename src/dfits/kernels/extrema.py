@@ -19,7 +19,7 @@ import numpy as np
 from dfits.kernels._compile import jit
 from dfits.kernels._loaders import Kind, loaders
 
-__all__ = ["extrema_kernels"]
+__all__ = ["extrema_kernels", "minmax_kernels"]
 
 
 @functools.cache
@@ -69,8 +69,9 @@ def extrema_kernels(kind: Kind, want_max: bool):
             out_idx[a, :] = -1
             out_nanidx[a, :] = -1
             for b in range(nb):
+                row = u[a, b]
                 for c in range(nc):
-                    x = u[a, b, c]
+                    x = row[c]
                     if can_miss and not valid(x, blank):
                         if out_nanidx[a, c] < 0:
                             out_nanidx[a, c] = b
@@ -86,3 +87,49 @@ def extrema_kernels(kind: Kind, want_max: bool):
 def physical_fill(dtype: np.dtype):
     """A placeholder value of ``dtype`` for slices with no valid value (overwritten later)."""
     return np.zeros((), dtype=dtype)[()]
+
+
+@functools.cache
+def minmax_kernels(kind: Kind, want_max: bool):
+    """Return ``(rows, cols)`` kernels for the extreme *value* only (no index), branch-free.
+
+    The caller pre-fills ``out_val`` with the identity (±inf, or the integer type's max/min).
+    A missing value is NaN in the physical domain, and NaN never wins a comparison, so the loop
+    is a compare-and-select that LLVM vectorises; missing values are counted on the side.
+    ``out_idx`` gets the number of valid values and ``out_nanidx`` the number of missing ones.
+    """
+    phys = loaders(kind).phys
+
+    @jit
+    def rows(u, scale, zero, blank, out_val, out_idx, out_nanidx):
+        nrow, length = u.shape
+        for a in range(nrow):
+            best = out_val[a]
+            nmiss = 0
+            for b in range(length):
+                v = phys(u[a, b], scale, zero, blank)
+                take = (v > best) if want_max else (v < best)
+                best = v if take else best
+                nmiss += np.int64(v != v)
+            out_val[a] = best
+            out_idx[a] = length - nmiss
+            out_nanidx[a] = nmiss
+
+    @jit
+    def cols(u, scale, zero, blank, out_val, out_idx, out_nanidx):
+        na, nb, nc = u.shape
+        for a in range(na):
+            val = out_val[a]
+            miss = out_nanidx[a]
+            miss[:] = 0
+            for b in range(nb):
+                row = u[a, b]
+                for c in range(nc):
+                    v = phys(row[c], scale, zero, blank)
+                    take = (v > val[c]) if want_max else (v < val[c])
+                    val[c] = v if take else val[c]
+                    miss[c] += np.int64(v != v)
+            for c in range(nc):
+                out_idx[a, c] = nb - miss[c]
+
+    return rows, cols
