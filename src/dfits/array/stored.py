@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from dfits import kernels
+from dfits._lazy import kernels
+
 
 __all__ = ["Deviation", "StoredChunk"]
 
