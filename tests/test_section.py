@@ -27,9 +27,12 @@ def _index_strategy():
     def axis_item(n):
         return st.one_of(
             st.integers(-n, n - 1),
-            st.builds(slice, st.none() | st.integers(-n - 2, n + 2),
-                      st.none() | st.integers(-n - 2, n + 2),
-                      st.none() | st.integers(-3, 3).filter(lambda s: s != 0)),
+            st.builds(
+                slice,
+                st.none() | st.integers(-n - 2, n + 2),
+                st.none() | st.integers(-n - 2, n + 2),
+                st.none() | st.integers(-3, 3).filter(lambda s: s != 0),
+            ),
         )
 
     return st.tuples(*(axis_item(n) for n in SHAPE))

@@ -1,1 +1,68 @@
-"""dfits."""
+"""dfits: huge FITS files as lazy Dask arrays, reduced by Numba kernels that swap bytes
+inside the loop.
+
+>>> import dfits
+>>> f = dfits.open("cube.fits")            # doctest: +SKIP
+>>> f[0].data.mean(axis=0).compute()      # doctest: +SKIP
+
+Importing dfits is cheap: numba, dask and astropy load on first use, and kernels compile on
+first call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dfits.errors import (
+    DataError,
+    DfitsError,
+    DfitsWarning,
+    FileChangedError,
+    HDUNotFoundError,
+    HeaderError,
+    NotFITSError,
+    RemoteReadError,
+    TruncatedFileError,
+    UnsupportedError,
+)
+
+if TYPE_CHECKING:
+    from dfits.file import HDU, FitsFile, open
+    from dfits.format.header import Header
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HDU",
+    "DataError",
+    "DfitsError",
+    "DfitsWarning",
+    "FileChangedError",
+    "FitsFile",
+    "HDUNotFoundError",
+    "Header",
+    "HeaderError",
+    "NotFITSError",
+    "RemoteReadError",
+    "TruncatedFileError",
+    "UnsupportedError",
+    "open",
+]
+
+_LAZY = {
+    "open": "dfits.file",
+    "FitsFile": "dfits.file",
+    "HDU": "dfits.file",
+    "Header": "dfits.format.header",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dfits' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -38,13 +38,24 @@ def make_cube(path: str, shape: tuple[int, int, int] = (256, 1024, 1024), seed: 
     # the line centre drifts across the field (a rotating disk, roughly)
     centre = nchan / 2 + (xx - nx / 2) / nx * nchan / 4
     cards = [
-        ("BUNIT", "Jy/beam"), ("OBJECT", "DFITS-DEMO"),
-        ("CTYPE1", "RA---SIN"), ("CRVAL1", 83.8221), ("CDELT1", -1.0e-4),
-        ("CRPIX1", nx / 2 + 1), ("CUNIT1", "deg"),
-        ("CTYPE2", "DEC--SIN"), ("CRVAL2", -5.3911), ("CDELT2", 1.0e-4),
-        ("CRPIX2", ny / 2 + 1), ("CUNIT2", "deg"),
-        ("CTYPE3", "FREQ"), ("CRVAL3", 230.538e9), ("CDELT3", 0.5e6),
-        ("CRPIX3", nchan / 2 + 1), ("CUNIT3", "Hz"), ("SPECSYS", "LSRK"),
+        ("BUNIT", "Jy/beam"),
+        ("OBJECT", "DFITS-DEMO"),
+        ("CTYPE1", "RA---SIN"),
+        ("CRVAL1", 83.8221),
+        ("CDELT1", -1.0e-4),
+        ("CRPIX1", nx / 2 + 1),
+        ("CUNIT1", "deg"),
+        ("CTYPE2", "DEC--SIN"),
+        ("CRVAL2", -5.3911),
+        ("CDELT2", 1.0e-4),
+        ("CRPIX2", ny / 2 + 1),
+        ("CUNIT2", "deg"),
+        ("CTYPE3", "FREQ"),
+        ("CRVAL3", 230.538e9),
+        ("CDELT3", 0.5e6),
+        ("CRPIX3", nchan / 2 + 1),
+        ("CUNIT3", "Hz"),
+        ("SPECSYS", "LSRK"),
         ("RESTFRQ", 230.538e9),
     ]
     slab = 16
@@ -69,8 +80,11 @@ def _timed(label: str, func):
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="dfits demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="256,1024,1024",
-                        help="cube shape nchan,ny,nx (default: 1 GiB of float32)")
+    parser.add_argument(
+        "--shape",
+        default="256,1024,1024",
+        help="cube shape nchan,ny,nx (default: 1 GiB of float32)",
+    )
     parser.add_argument("--dir", default=None, help="where to write the cube (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the cube afterwards")
     args = parser.parse_args(argv)
@@ -94,28 +108,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {hdu!r}; {cube.npartitions} chunks of {cube.chunksize}")
         # warm the kernels on a tiny slice so the timings below are I/O + compute, not JIT
         _timed("first call (compiles the kernels)", lambda: da.nansum(cube[:4, :8]).compute())
-        mom0 = _timed("moment-0 map: nansum over channels",
-                      lambda: da.nansum(cube, axis=0).compute() * 0.5e6 / 1e9)
-        spec = _timed("spectrum: nanmean over the sky",
-                      lambda: da.nanmean(cube, axis=(1, 2)).compute())
-        peak = _timed("peak and noise: nanmax, nanstd", lambda: da.compute(
-            da.nanmax(cube), da.nanstd(cube[-16:])))
-        stamp = _timed("cut-out 64x64 through hdu.section", lambda: hdu.section[
-            :, shape[1] // 2 - 32:shape[1] // 2 + 32, shape[2] // 2 - 32:shape[2] // 2 + 32])
+        mom0 = _timed(
+            "moment-0 map: nansum over channels",
+            lambda: da.nansum(cube, axis=0).compute() * 0.5e6 / 1e9,
+        )
+        spec = _timed(
+            "spectrum: nanmean over the sky", lambda: da.nanmean(cube, axis=(1, 2)).compute()
+        )
+        peak = _timed(
+            "peak and noise: nanmax, nanstd",
+            lambda: da.compute(da.nanmax(cube), da.nanstd(cube[-16:])),
+        )
+        stamp = _timed(
+            "cut-out 64x64 through hdu.section",
+            lambda: hdu.section[
+                :, shape[1] // 2 - 32 : shape[1] // 2 + 32, shape[2] // 2 - 32 : shape[2] // 2 + 32
+            ],
+        )
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)
 
     iy, ix = np.unravel_index(np.nanargmax(mom0), mom0.shape)
     print("\nresults")
-    print(f"  moment-0 map {mom0.shape}: max {np.nanmax(mom0):.4f} Jy/beam GHz at (y={iy}, "
-          f"x={ix}); total {np.nansum(mom0):.1f}")
-    print(f"  spectrum {spec.shape}: line peak at channel {int(np.nanargmax(spec))}, "
-          f"{np.count_nonzero(np.isnan(spec))} flagged channels")
+    print(
+        f"  moment-0 map {mom0.shape}: max {np.nanmax(mom0):.4f} Jy/beam GHz at (y={iy}, "
+        f"x={ix}); total {np.nansum(mom0):.1f}"
+    )
+    print(
+        f"  spectrum {spec.shape}: line peak at channel {int(np.nanargmax(spec))}, "
+        f"{np.count_nonzero(np.isnan(spec))} flagged channels"
+    )
     print(f"  cube peak {float(peak[0]):.4f} Jy/beam; line-free noise {float(peak[1]):.4f}")
     print(f"  cut-out {stamp.shape} {stamp.dtype}; mean {np.nanmean(stamp):.4f}")
     step = max(1, len(spec) // 32)
-    print("  spectrum (every %dth channel):" % step)
+    print(f"  spectrum (every {step}th channel):")
     print("   " + " ".join(f"{v:.3f}" for v in spec[::step]))
     return 0
 

@@ -12,10 +12,9 @@ import threading
 from typing import Any
 
 import numpy as np
-
-from dfits._lazy import kernels
 from numpy.lib.stride_tricks import as_strided
 
+from dfits._lazy import kernels
 
 __all__ = ["Section"]
 
@@ -91,7 +90,7 @@ def _bounding(index: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], tu
     if Ellipsis in items:
         at = items.index(Ellipsis)
         fill = len(shape) - (len(items) - 1 - items.count(None))
-        items[at:at + 1] = [slice(None)] * fill
+        items[at : at + 1] = [slice(None)] * fill
     bound, rel = [], []
     axis = 0
     for item in items:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from astropy.io import fits
 
 from dfits.array.build import ImageBlock, dask_array

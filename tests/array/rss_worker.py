@@ -28,10 +28,16 @@ def main() -> None:
     spec = parse_decode_spec(int(bitpix))[0]
     shape = (int(n0), int(n1))
     block = ImageBlock(open_source(path), int(offset), shape, spec)
-    x = dask_array(block, normalize((int(chunk_rows), shape[1]), shape, spec.physical,
-                                    spec.itemsize), "rss")
-    funcs = {"sum": lambda a: a.sum(), "nanmean": da.nanmean, "std": lambda a: a.std(),
-             "nanmax": da.nanmax, "mean0": lambda a: a.mean(axis=0)}
+    x = dask_array(
+        block, normalize((int(chunk_rows), shape[1]), shape, spec.physical, spec.itemsize), "rss"
+    )
+    funcs = {
+        "sum": lambda a: a.sum(),
+        "nanmean": da.nanmean,
+        "std": lambda a: a.std(),
+        "nanmax": da.nanmax,
+        "mean0": lambda a: a.mean(axis=0),
+    }
     with dask.config.set(scheduler="threads", num_workers=2):
         funcs[op](x[:8]).compute()  # compile first: JIT memory is not what we measure
         base = _rss("VmRSS:")

@@ -9,10 +9,9 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from dask.array.core import normalize_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from dask.array.core import normalize_chunks
 
 from dfits.array import stored
 from dfits.array.build import ImageBlock, dask_array
@@ -45,8 +44,7 @@ def case(request, tmp_path):
     data = _stored_values(bitpix, rng, (20, 30, 40), blank)
     path = str(tmp_path / "img.fits")
     offset = write_image(path, data, bscale, bzero, blank)
-    x, spec = block_array(path, offset, data.shape, bitpix, bscale, bzero, blank,
-                          chunks=(7, 30, 40))
+    x, _ = block_array(path, offset, data.shape, bitpix, bscale, bzero, blank, chunks=(7, 30, 40))
     return x, astropy_data(path)
 
 
@@ -65,21 +63,29 @@ REDUCTIONS = {
     "nansum-axis0": (lambda x: da.nansum(x, axis=0), lambda a: np.nansum(a, axis=0, dtype=float)),
     "mean-axis0": (lambda x: x.mean(axis=0), lambda a: a.astype(float).mean(axis=0)),
     "nanmean": (lambda x: da.nanmean(x), lambda a: np.nanmean(a.astype(float))),
-    "np.nanmean-12": (lambda x: np.nanmean(x, axis=(1, 2)),
-                      lambda a: np.nanmean(a.astype(float), axis=(1, 2))),
+    "np.nanmean-12": (
+        lambda x: np.nanmean(x, axis=(1, 2)),
+        lambda a: np.nanmean(a.astype(float), axis=(1, 2)),
+    ),
     "std": (lambda x: x.std(), lambda a: a.astype(float).std()),
-    "nanstd-02": (lambda x: da.nanstd(x, axis=(0, 2)),
-                  lambda a: np.nanstd(a.astype(float), axis=(0, 2))),
-    "slice-var": (lambda x: x[3:17].var(axis=(1, 2)),
-                  lambda a: a[3:17].astype(float).var(axis=(1, 2))),
+    "nanstd-02": (
+        lambda x: da.nanstd(x, axis=(0, 2)),
+        lambda a: np.nanstd(a.astype(float), axis=(0, 2)),
+    ),
+    "slice-var": (
+        lambda x: x[3:17].var(axis=(1, 2)),
+        lambda a: a[3:17].astype(float).var(axis=(1, 2)),
+    ),
     "nanvar-ddof": (lambda x: da.nanvar(x, ddof=1), lambda a: np.nanvar(a.astype(float), ddof=1)),
     "min": (lambda x: x.min(), lambda a: np.min(a)),
     "np.nanmax": (lambda x: np.nanmax(x), lambda a: np.nanmax(a)),
     "nanmin-axis2": (lambda x: da.nanmin(x, axis=2), lambda a: np.nanmin(a, axis=2)),
     "argmax-axis0": (lambda x: x.argmax(axis=0), lambda a: np.argmax(a, axis=0)),
     "nanargmin": (lambda x: da.nanargmin(x), lambda a: np.nanargmin(a)),
-    "strided-sum": (lambda x: x[::2, 1:, ::3].sum(axis=1),
-                    lambda a: a[::2, 1:, ::3].astype(float).sum(axis=1)),
+    "strided-sum": (
+        lambda x: x[::2, 1:, ::3].sum(axis=1),
+        lambda a: a[::2, 1:, ::3].astype(float).sum(axis=1),
+    ),
 }
 
 
@@ -138,11 +144,14 @@ def test_names_are_deterministic(case):
     assert x.name.startswith("test-")
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     # at least ~100 values per chunk: per-task overhead (~1 ms) dominates smaller ones
-    c0=st.integers(1, 20), c1=st.integers(5, 30), c2=st.integers(10, 40),
+    c0=st.integers(1, 20),
+    c1=st.integers(5, 30),
+    c2=st.integers(10, 40),
     axis=st.sampled_from([None, 0, 1, 2, (0, 1), (1, 2), (0, 2)]),
 )
 def test_hypothesis_chunkings(case, c0, c1, c2, axis):
@@ -153,10 +162,15 @@ def test_hypothesis_chunkings(case, c0, c1, c2, axis):
     z = dask_array(block, chunks, f"hyp-{chunks}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        np.testing.assert_allclose(da.nansum(z, axis=axis).compute(),
-                                   np.nansum(ref.astype(float), axis=axis), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(da.nanmax(z, axis=axis).compute(),
-                                   np.nanmax(ref, axis=axis), equal_nan=True)
+        np.testing.assert_allclose(
+            da.nansum(z, axis=axis).compute(),
+            np.nansum(ref.astype(float), axis=axis),
+            rtol=1e-5,
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(
+            da.nanmax(z, axis=axis).compute(), np.nanmax(ref, axis=axis), equal_nan=True
+        )
     np.testing.assert_array_equal(z.compute(), ref)
 
 

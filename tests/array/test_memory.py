@@ -36,9 +36,23 @@ def test_peak_rss_is_bounded_by_chunks_not_file(big_image, op):
     threads = 2
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2]))
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.array.rss_worker", path, "2880", str(rows), str(cols),
-         "-64", str(chunk_rows), op],
-        capture_output=True, text=True, env=env, cwd=Path(__file__).parents[2], timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tests.array.rss_worker",
+            path,
+            "2880",
+            str(rows),
+            str(cols),
+            "-64",
+            str(chunk_rows),
+            op,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[2],
+        timeout=300,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -17,8 +17,9 @@ def cube(tmp_path):
     rng = np.random.default_rng(5)
     data = rng.integers(-500, 500, (12, 10, 9)).astype(np.int16)
     data[2, 3, 4] = -32768
-    with ImageWriter(path, data.shape, ">i2", [("BSCALE", 0.5), ("BZERO", 2.0),
-                                                ("BLANK", -32768)]) as out:
+    with ImageWriter(
+        path, data.shape, ">i2", [("BSCALE", 0.5), ("BZERO", 2.0), ("BLANK", -32768)]
+    ) as out:
         out.write(data)
     ref = np.where(data == -32768, np.nan, data * 0.5 + 2.0)
     arr = xr.DataArray(dfits.open(path, chunks=(5, 10, 9))[0].data, dims=("z", "y", "x"))
@@ -33,8 +34,7 @@ def cube(tmp_path):
         ("std-yx", lambda a: a.std(("y", "x")), lambda r: np.nanstd(r, axis=(1, 2))),
         ("sum-skipna-false", lambda a: a.sum("x", skipna=False), lambda r: np.sum(r, axis=2)),
         ("max", lambda a: a.max("y"), lambda r: np.nanmax(r, axis=1)),
-        ("var-isel", lambda a: a.isel(z=slice(3, 9)).var("z"),
-         lambda r: np.nanvar(r[3:9], axis=0)),
+        ("var-isel", lambda a: a.isel(z=slice(3, 9)).var("z"), lambda r: np.nanvar(r[3:9], axis=0)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

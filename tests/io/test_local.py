@@ -21,7 +21,8 @@ def test_read_and_map_byte_ranges(blob):
     assert src.read(10, 5) == bytes(range(10, 15))
     assert src.read(10_230, 100) == bytes(range(246, 256))  # short only at EOF
     view = src.map(4097, 300)
-    assert view.dtype == np.uint8 and not view.flags.writeable
+    assert view.dtype == np.uint8
+    assert not view.flags.writeable
     np.testing.assert_array_equal(view, np.arange(4097, 4397) % 256)
 
 

@@ -10,8 +10,9 @@ from dfits.io.writer import ImageWriter, format_card
 def test_written_file_reads_back_in_astropy(tmp_path):
     path = tmp_path / "w.fits"
     data = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
-    with ImageWriter(path, data.shape, ">i2", [("BSCALE", 0.5), ("OBJECT", "M 1's"),
-                                               ("FLAG", True)]) as out:
+    with ImageWriter(
+        path, data.shape, ">i2", [("BSCALE", 0.5), ("OBJECT", "M 1's"), ("FLAG", True)]
+    ) as out:
         out.write(data[:1])
         out.write(data[1:])
     assert path.stat().st_size % 2880 == 0
@@ -24,9 +25,14 @@ def test_written_file_reads_back_in_astropy(tmp_path):
 def test_failure_leaves_no_partial_file(tmp_path):
     path = tmp_path / "good.fits"
     path.write_bytes(b"previous content")
-    with pytest.raises(RuntimeError), ImageWriter(path, (4, 4), ">f4") as out:
-        out.write(np.zeros((2, 4), np.float32))
-        raise RuntimeError("interrupted")
+
+    def interrupted():
+        with ImageWriter(path, (4, 4), ">f4") as out:
+            out.write(np.zeros((2, 4), np.float32))
+            raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        interrupted()
     assert path.read_bytes() == b"previous content"
     assert list(tmp_path.iterdir()) == [path]
 

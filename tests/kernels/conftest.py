@@ -36,8 +36,9 @@ def make_stored(spec, shape, rng, missing=True):
             raw.flat[rng.integers(0, raw.size, max(1, raw.size // 20))] = np.nan
     else:
         info = np.iinfo(stored)
-        raw = rng.integers(info.min, info.max, shape, dtype=stored.newbyteorder("="),
-                           endpoint=True).astype(stored)
+        raw = rng.integers(
+            info.min, info.max, shape, dtype=stored.newbyteorder("="), endpoint=True
+        ).astype(stored)
         if spec.blank is not None and missing and raw.size:
             raw.flat[rng.integers(0, raw.size, max(1, raw.size // 20))] = spec.blank
     return raw

@@ -98,11 +98,8 @@ def _np_nansum(x, axis=None, dtype=None, out=None, keepdims=False, **kw):
 def _extreme(x, axis, out, keepdims, want_max, skipna, name):
     axes = kernels.normalize_axis(axis, x.ndim)
     if x.size == 0 or any(x.shape[a] == 0 for a in axes):
-        raise ValueError(
-            f"zero-size array to reduction operation {name} which has no identity"
-        )
-    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max,
-                                       with_index=False)
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
     # value-only kernel: idx counts valid values, nanidx missing ones
     missing = (idx == 0) | (nanidx > 0 if not skipna else False)
     if np.any(missing):
@@ -173,7 +170,7 @@ def _np_nanargmax(x, axis=None, out=None, keepdims=False, **_):
 
 def _moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind):
     axes = kernels.normalize_axis(axis, x.ndim)
-    n, total, mean, m2 = _stats(x, axes, skipna, need_m2=kind != "mean")
+    n, total, _, m2 = _stats(x, axes, skipna, need_m2=kind != "mean")
     with np.errstate(invalid="ignore", divide="ignore"):
         if kind == "mean":
             value = np.where(n > 0, total / np.maximum(n, 1), np.nan)

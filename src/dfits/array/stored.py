@@ -22,7 +22,6 @@ import numpy as np
 
 from dfits._lazy import kernels
 
-
 __all__ = ["Deviation", "StoredChunk"]
 
 
@@ -210,9 +209,7 @@ class Deviation:
 
 def _is_basic(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(
-        isinstance(i, slice | int | np.integer) or i is Ellipsis or i is None for i in items
-    )
+    return all(isinstance(i, slice | int | np.integer) or i is Ellipsis or i is None for i in items)
 
 
 def _materialize(obj: Any) -> Any:

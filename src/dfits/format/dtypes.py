@@ -193,8 +193,10 @@ def parse_decode_spec(
             if scale == 1 and zero == 0:
                 warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
             else:
-                warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; applied as "
-                                f"{int(blank)} because the data are scaled (as astropy does)")
+                warnings.append(
+                    f"{prefix}BLANK = {blank!r} is not an integer; applied as "
+                    f"{int(blank)} because the data are scaled (as astropy does)"
+                )
                 blank_value = int(blank)
         elif isinstance(blank, int) and not isinstance(blank, bool):
             blank_value = blank

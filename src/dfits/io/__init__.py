@@ -19,5 +19,5 @@ def open_source(
     if "://" in text and not text.startswith("file://"):
         return FsspecSource.open(text, storage_options)
     if text.startswith("file://"):
-        text = text[len("file://"):]
+        text = text[len("file://") :]
     return LocalSource.open(text)

@@ -123,6 +123,7 @@ class LocalSource:
             )
         start = offset - offset % _PAGE
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
-        m = mmap.mmap(self._fd(), nbytes + offset - start, flags=flags,
-                      prot=mmap.PROT_READ, offset=start)
+        m = mmap.mmap(
+            self._fd(), nbytes + offset - start, flags=flags, prot=mmap.PROT_READ, offset=start
+        )
         return np.frombuffer(m, np.uint8, count=nbytes, offset=offset - start)

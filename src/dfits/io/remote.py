@@ -41,17 +41,20 @@ class FsspecSource:
             info = fs.info(path)
         except FileNotFoundError:
             raise
-        except Exception as err:  # noqa: BLE001 - any transport failure becomes ours
+        except Exception as err:
             raise RemoteReadError(f"{url!r}: cannot stat the file: {err}") from err
         size = info.get("size")
         etag = info.get("ETag") or info.get("etag")
         opts = tuple(sorted((storage_options or {}).items()))
-        return cls(url, opts, int(size) if size is not None else None,
-                   str(etag) if etag else None)
+        return cls(url, opts, int(size) if size is not None else None, str(etag) if etag else None)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url, "storage_options": self.storage_options,
-                "size": self.size, "etag": self.etag}
+        return {
+            "url": self.url,
+            "storage_options": self.storage_options,
+            "size": self.size,
+            "etag": self.etag,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for key, value in state.items():
@@ -102,7 +105,7 @@ class FsspecSource:
                 data = fs.cat_file(path, start=offset, end=end)
             except FileNotFoundError:
                 raise
-            except Exception as err:  # noqa: BLE001 - retried, then reported with context
+            except Exception as err:
                 errors.append(repr(err))
                 time.sleep(0.05 * 2**attempt)
                 continue

@@ -17,8 +17,10 @@ import numpy as np
 
 __all__ = ["ImageWriter", "format_card", "header_bytes"]
 
-_BITPIX = {np.dtype(k): v for k, v in
-           {">u1": 8, ">i2": 16, ">i4": 32, ">i8": 64, ">f4": -32, ">f8": -64}.items()}
+_BITPIX = {
+    np.dtype(k): v
+    for k, v in {">u1": 8, ">i2": 16, ">i4": 32, ">i8": 64, ">f4": -32, ">f8": -64}.items()
+}
 
 
 def format_card(key: str, value: Any = None, comment: str = "") -> bytes:
@@ -77,15 +79,19 @@ class ImageWriter:
         Extra ``(key, value[, comment])`` cards after the mandatory ones.
     """
 
-    def __init__(self, path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any,
-                 cards: Iterable[tuple[Any, ...]] = ()) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        shape: tuple[int, ...],
+        dtype: Any,
+        cards: Iterable[tuple[Any, ...]] = (),
+    ) -> None:
         self.path = os.fspath(path)
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype).newbyteorder(">")
         if self.dtype not in _BITPIX:
             raise ValueError(f"cannot write dtype {np.dtype(dtype)} as a FITS image")
-        mandatory = [("SIMPLE", True), ("BITPIX", _BITPIX[self.dtype]),
-                     ("NAXIS", len(self.shape))]
+        mandatory = [("SIMPLE", True), ("BITPIX", _BITPIX[self.dtype]), ("NAXIS", len(self.shape))]
         mandatory += [(f"NAXIS{i + 1}", n) for i, n in enumerate(reversed(self.shape))]
         self._header = header_bytes([*mandatory, *cards])
         self._expected = math.prod(self.shape) * self.dtype.itemsize

@@ -37,10 +37,20 @@ from dfits.kernels._swap import (
 __all__ = ["Kind", "Loaders", "kind_of", "loaders"]
 
 _SIGNED = {8: load_u1, 16: load_i2, 32: load_i4, 64: load_i8, -32: load_f4, -64: load_f8}
-_TOPBIT = {8: np.uint8(0x80), 16: np.uint16(0x8000), 32: np.uint32(0x80000000),
-           64: np.uint64(0x8000000000000000)}
-_UNSIGNED_VIEW = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64,
-                  -32: np.uint32, -64: np.uint64}
+_TOPBIT = {
+    8: np.uint8(0x80),
+    16: np.uint16(0x8000),
+    32: np.uint32(0x80000000),
+    64: np.uint64(0x8000000000000000),
+}
+_UNSIGNED_VIEW = {
+    8: np.uint8,
+    16: np.uint16,
+    32: np.uint32,
+    64: np.uint64,
+    -32: np.uint32,
+    -64: np.uint64,
+}
 
 
 class Kind(NamedTuple):
@@ -86,15 +96,18 @@ def loaders(kind: Kind) -> Loaders:
     inline = njit(inline="always", nogil=True)
 
     if kind.is_float:
+
         @inline
         def valid(x, blank):
             v = signed(x)
             return v == v
     elif has_blank:
+
         @inline
         def valid(x, blank):
             return x != blank
     else:
+
         @inline
         def valid(x, blank):
             return True
@@ -104,18 +117,22 @@ def loaders(kind: Kind) -> Loaders:
         utype = _UNSIGNED_VIEW[bitpix]
         # numba widens ``^`` on small ints: cast back before reinterpreting
         if bitpix == 8:
+
             @inline
             def phys(x, scale, zero, blank):
                 return load_i1(utype(x ^ top))
         else:
+
             @inline
             def phys(x, scale, zero, blank):
                 return utype(swap_bits(x) ^ top)
     elif mode == "raw":
+
         @inline
         def phys(x, scale, zero, blank):
             return signed(x)
     elif bitpix in (8, 16, -32):
+
         @inline
         def phys(x, scale, zero, blank):
             # float32 arithmetic, two rounded steps, exactly as astropy's in-place ops.
@@ -124,6 +141,7 @@ def loaders(kind: Kind) -> Loaders:
             v = v + np.float32(zero)
             return np.float32(np.nan) if has_blank and x == blank else v
     else:
+
         @inline
         def phys(x, scale, zero, blank):
             v = np.float64(signed(x)) * scale
@@ -131,11 +149,13 @@ def loaders(kind: Kind) -> Loaders:
             return np.nan if has_blank and x == blank else v
 
     if mode == "scaled":
+
         @inline
         def f64(x, scale, zero, blank):
             v = np.float64(signed(x)) * scale + zero
             return np.nan if has_blank and x == blank else v
     else:
+
         @inline
         def f64(x, scale, zero, blank):
             return np.float64(phys(x, scale, zero, blank))

@@ -41,13 +41,13 @@ def layout_for(u, reduced: frozenset[int]):
     if not groups:
         return "rows", as_strided(u, (1, 1), (item, item))
     if flags == [1]:
-        (n, st, _), = groups
+        ((n, st, _),) = groups
         return "rows", as_strided(u, (1, n), (n * st, st))
     if flags == [0, 1]:
         (k, ks, _), (r, rs, _) = groups
         return "rows", as_strided(u, (k, r), (ks, rs))
     if flags == [0]:
-        (k, ks, _), = groups
+        ((k, ks, _),) = groups
         return "cols", as_strided(u, (1, 1, k), (k * ks, k * ks, ks))
     if flags == [1, 0]:
         (r, rs, _), (k, ks, _) = groups

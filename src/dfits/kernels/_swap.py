@@ -12,7 +12,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["load_f4", "load_f8", "load_i1", "load_u1", "load_i2", "load_i4", "load_i8", "swap_bits"]
+__all__ = ["load_f4", "load_f8", "load_i1", "load_i2", "load_i4", "load_i8", "load_u1", "swap_bits"]
 
 
 def _make_loader(utype: types.Integer, vtype: types.Number, name: str):

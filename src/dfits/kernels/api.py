@@ -213,7 +213,11 @@ def combine_moments(parts, _sub_size: int = 0):
 
 
 def extrema(
-    u: np.ndarray, spec: Spec, axis: Any = None, *, want_max: bool = False,
+    u: np.ndarray,
+    spec: Spec,
+    axis: Any = None,
+    *,
+    want_max: bool = False,
     with_index: bool = True,
 ):
     """``(value, index, nan_index)`` of the min (or max) of valid values over ``axis``.
@@ -226,8 +230,11 @@ def extrema(
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
-    outs = [np.zeros(shape, spec.physical), np.full(shape, -1, np.int64),
-            np.full(shape, -1, np.int64)]
+    outs = [
+        np.zeros(shape, spec.physical),
+        np.full(shape, -1, np.int64),
+        np.full(shape, -1, np.int64),
+    ]
     if u.size == 0:
         return tuple(outs)
     rows, cols = (extrema_kernels if with_index else minmax_kernels)(kind, want_max)

@@ -196,8 +196,12 @@ def moments_kernels(kind: Kind, skipna: bool):
                     for k in range(w):
                         if c[k] > 0:
                             n, mean, m2 = _chan(
-                                out_n[a, c0 + k], out_mean[a, c0 + k], out_m2[a, c0 + k],
-                                c[k], s[k], q[k],
+                                out_n[a, c0 + k],
+                                out_mean[a, c0 + k],
+                                out_m2[a, c0 + k],
+                                c[k],
+                                s[k],
+                                q[k],
                             )
                             out_n[a, c0 + k] = n
                             out_mean[a, c0 + k] = mean

@@ -23,7 +23,7 @@ def decode(stored: np.ndarray, spec: Any) -> np.ndarray:
         if spec.bitpix == 8:
             return (native.astype(np.int16) - 128).astype(np.int8)
         bits = spec.bitpix
-        return (native.view(f"u{bits // 8}") ^ np.array(1 << (bits - 1), f"u{bits // 8}"))
+        return native.view(f"u{bits // 8}") ^ np.array(1 << (bits - 1), f"u{bits // 8}")
     out = native.astype(spec.physical)
     out *= spec.physical.type(spec.bscale)
     out += spec.physical.type(spec.bzero)
