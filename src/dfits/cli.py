@@ -1,0 +1,237 @@
+"""The ``dfits`` command line: ``info``, ``header``, ``stats``, ``moment`` and ``demo``.
+
+Every failure prints one line, ``dfits: error: <what went wrong>``, and exits non-zero
+(2 for usage errors, 1 for bad files), so shell pipelines can rely on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _hdu_key(text: str | None) -> Any:
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if "," in text:
+        name, ver = text.split(",", 1)
+        return (name, int(ver))
+    return text
+
+
+def _pick(f: Any, key: Any) -> Any:
+    if key is not None:
+        return f[key]
+    for hdu in f:
+        if hdu.is_image and all(hdu.shape):
+            return hdu
+    from dfits.errors import HDUNotFoundError
+
+    raise HDUNotFoundError(f"{f.filename!r}: no image HDU with data; use --hdu")
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    import dfits
+
+    dfits.open(args.file).info()
+    return 0
+
+
+def _cmd_header(args: argparse.Namespace) -> int:
+    import dfits
+
+    f = dfits.open(args.file)
+    hdu = f[_hdu_key(args.hdu) if args.hdu is not None else 0]
+    if args.raw:
+        sys.stdout.write(hdu.header.tostring().decode("ascii", "replace"))
+    else:
+        print(repr(hdu.header))
+    return 0
+
+
+def _axes(text: str | None, ndim: int) -> Any:
+    if text is None:
+        return None
+    axes = tuple(int(a) for a in text.split(","))
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"--axis {a} is out of range for {ndim}-d data")
+    return axes
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    import dask
+    import dask.array as da
+    import numpy as np
+    from dask.diagnostics import ProgressBar
+
+    import dfits
+
+    hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
+    x = hdu.data
+    axis = _axes(args.axis, x.ndim)
+    exprs = {
+        "count": _valid_count(x, axis),
+        "sum": da.nansum(x, axis=axis),
+        "mean": da.nanmean(x, axis=axis),
+        "std": da.nanstd(x, axis=axis),
+        "min": da.nanmin(x, axis=axis),
+        "max": da.nanmax(x, axis=axis),
+    }
+    print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
+    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
+    with show, dask.config.set(scheduler="threads"):
+        values = dask.compute(*exprs.values())
+    for name, value in zip(exprs, values, strict=True):
+        value = np.asarray(value)
+        text = f"{value.item():.8g}" if value.ndim == 0 else f"array {value.shape}: {value}"
+        print(f"  {name:<6} {text}")
+    return 0
+
+
+def _valid_count(x: Any, axis: Any) -> Any:
+    """Count of non-missing values through dask's ``nannumel`` (fused for stored chunks)."""
+    import dask.array as da
+    import numpy as np
+    from dask.array.reductions import nannumel
+
+    def chunk(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return nannumel(block, axis=axis, keepdims=keepdims, dtype=np.int64)
+
+    def aggregate(parts: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.int64)
+
+    return da.reduction(x, chunk, aggregate, axis=axis, dtype=np.int64, concatenate=True)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _spectral_axis(header: Any, ndim: int, axis: int) -> Any:
+    """Channel coordinates along numpy ``axis`` from the linear WCS keywords (1-based FITS n)."""
+    import numpy as np
+
+    n = ndim - axis
+    length = header.get(f"NAXIS{n}", 1)
+    crval = float(header.get(f"CRVAL{n}", 0.0))
+    cdelt = float(header.get(f"CDELT{n}", header.get(f"CD{n}_{n}", 1.0)))
+    crpix = float(header.get(f"CRPIX{n}", 1.0))
+    return crval + (np.arange(length) + 1 - crpix) * cdelt, cdelt, header.get(f"CUNIT{n}", "")
+
+
+def _cmd_moment(args: argparse.Namespace) -> int:
+    import dask
+    import dask.array as da
+    import numpy as np
+    from dask.diagnostics import ProgressBar
+
+    import dfits
+    from dfits.io.writer import ImageWriter
+
+    if args.order not in (0, 1, 2):
+        raise ValueError(f"--order must be 0, 1 or 2, not {args.order}")
+    hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
+    x = hdu.data
+    if x.ndim < 2:
+        raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {x.ndim}-d")
+    axis = args.axis if args.axis is not None else 0
+    coord, cdelt, unit = _spectral_axis(hdu.header, x.ndim, axis)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    v = coord.reshape(shape)
+    if args.clip is not None:
+        x = da.where(x >= args.clip, x, np.nan)
+    m0 = da.nansum(x, axis=axis)
+    if args.order == 0:
+        result = m0 * abs(cdelt)
+    else:
+        m1 = da.nansum(x * v, axis=axis) / m0
+        if args.order == 1:
+            result = m1
+        else:
+            var = da.nansum(x * (v - da.expand_dims(m1, axis)) ** 2, axis=axis) / m0
+            result = da.sqrt(var)
+    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
+    with show, dask.config.set(scheduler="threads"):
+        image = np.asarray(result.compute(), dtype=np.float32)
+    bunit = str(hdu.header.get("BUNIT", ""))
+    units = {0: f"{bunit} {unit}".strip(), 1: unit, 2: unit}[args.order]
+    cards = [("BUNIT", units), ("HISTORY", f"dfits moment {args.order} of {args.file}")]
+    with ImageWriter(args.out, image.shape, ">f4", cards) as out:
+        out.write(image)
+    print(f"wrote moment-{args.order} map {image.shape} to {args.out}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from dfits.demo import main as demo_main
+
+    return demo_main(args.demo_args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dfits", description="Huge FITS files, lazily.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("info", help="table of HDUs")
+    p.add_argument("file")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("header", help="print a header")
+    p.add_argument("file")
+    p.add_argument("--hdu", help="index, EXTNAME or EXTNAME,EXTVER (default 0)")
+    p.add_argument("--raw", action="store_true", help="the 2880-byte blocks, unsplit")
+    p.set_defaults(func=_cmd_header)
+
+    p = sub.add_parser("stats", help="count/sum/mean/std/min/max of valid values")
+    p.add_argument("file")
+    p.add_argument("--hdu", help="default: the first image HDU with data")
+    p.add_argument("--axis", help="comma-separated numpy axes to reduce (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_stats)
+
+    p = sub.add_parser("moment", help="moment map (0, 1, 2) along the spectral axis")
+    p.add_argument("file")
+    p.add_argument("--order", type=int, default=0)
+    p.add_argument("--out", required=True, help="output FITS file (written atomically)")
+    p.add_argument("--hdu", help="default: the first image HDU with data")
+    p.add_argument("--axis", type=int, help="numpy axis of the spectrum (default 0)")
+    p.add_argument("--clip", type=float, help="ignore values below this threshold")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_moment)
+
+    p = sub.add_parser("demo", help="the README's demo (1 GiB synthetic cube)")
+    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dfits`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    from dfits.errors import DfitsError
+
+    try:
+        return int(args.func(args))
+    except (DfitsError, OSError, ValueError, KeyError, IndexError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"dfits: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dfits: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""The dfits command: each subcommand on generated files, and one-line errors on bad ones."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from astropy.io import fits
+
+from dfits.cli import main
+from dfits.io.writer import ImageWriter
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "cube.fits"
+    rng = np.random.default_rng(2)
+    data = rng.random((6, 5, 4)).astype(np.float32)
+    data[0, 0, 0] = np.nan
+    cards = [
+        ("BUNIT", "Jy/beam"),
+        ("CTYPE3", "FREQ"),
+        ("CRVAL3", 1.0e9),
+        ("CDELT3", 2.0e6),
+        ("CRPIX3", 1.0),
+        ("CUNIT3", "Hz"),
+    ]
+    with ImageWriter(path, data.shape, ">f4", cards) as out:
+        out.write(data)
+    return path, data
+
+
+def test_info_and_header(cube, capsys):
+    path, _ = cube
+    assert main(["info", str(path)]) == 0
+    assert "PRIMARY" in capsys.readouterr().out
+    assert main(["header", str(path)]) == 0
+    assert "CTYPE3  = 'FREQ" in capsys.readouterr().out
+
+
+def test_stats_matches_numpy(cube, capsys):
+    path, data = cube
+    assert main(["stats", str(path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    lines = dict(line.split(None, 1) for line in out.splitlines()[1:])
+    assert int(lines["count"]) == np.count_nonzero(~np.isnan(data))
+    assert float(lines["mean"]) == pytest.approx(np.nanmean(data), rel=1e-6)
+    assert float(lines["max"]) == pytest.approx(np.nanmax(data))
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_moment_maps(cube, tmp_path, order):
+    path, data = cube
+    out = tmp_path / f"m{order}.fits"
+    assert main(["moment", str(path), "--order", str(order), "--out", str(out), "--quiet"]) == 0
+    got = fits.getdata(out)
+    freq = 1.0e9 + np.arange(6) * 2.0e6
+    d = data.astype(float)
+    m0 = np.nansum(d, axis=0)
+    m1 = np.nansum(d * freq[:, None, None], axis=0) / m0
+    want = {
+        0: m0 * 2.0e6,
+        1: m1,
+        2: np.sqrt(np.nansum(d * (freq[:, None, None] - m1) ** 2, axis=0) / m0),
+    }[order]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["info", "{bad}"], "not a FITS file"),
+        (["stats", "{cube}", "--hdu", "9"], "no HDU 9"),
+        (["stats", "{cube}", "--axis", "7"], "out of range"),
+        (["moment", "{cube}", "--order", "3", "--out", "{tmp}/x.fits"], "--order must be"),
+        (["header", "{missing}"], "No such file"),
+    ],
+)
+def test_errors_are_one_line_and_nonzero(cube, tmp_path, argv, message):
+    path, _ = cube
+    bad = tmp_path / "bad.fits"
+    bad.write_text("this is not FITS\n")
+    args = [
+        a.format(bad=bad, cube=path, tmp=tmp_path, missing=tmp_path / "nope.fits") for a in argv
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dfits.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("dfits: error:")
+    assert message in lines[0]
+    assert not (tmp_path / "x.fits").exists()
