@@ -1,0 +1,428 @@
+"""A FITS header as a read-only, ordered, case-insensitive mapping keyword → value.
+
+The contract: ``Header(raw)`` answers ``header[key]`` exactly as ``astropy.io.fits.Header``
+does for the same bytes (first occurrence of a duplicated keyword, all texts of a commentary
+keyword, ``CONTINUE`` strings joined), but opens ~100× faster, because
+
+* building a header stores the bytes and nothing else; the keyword index is built on first use;
+* the index depends only on the keyword columns (1–8) of the cards, so headers with the same
+  keywords in the same order — the thousands of extensions of one file — share one index
+  (:attr:`Header.keyword_index`), found with a single dictionary lookup;
+* a value is parsed the first time it is asked for, and parses of identical 70-byte value
+  fields are shared too.
+
+Differences from astropy, each chosen so that reading never raises on a bad card: see
+:mod:`dfits.format.cards`. Also, ``header['HISTORY']`` raises ``KeyError`` when the header has
+no HISTORY card (astropy returns an empty list), keeping the mapping consistent with ``in`` and
+``header.get('HISTORY', ())``; ``len(header)`` counts distinct keywords (a mapping's length);
+:attr:`Header.ncards` counts cards (astropy's ``len``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from dfits.errors import HeaderError
+from dfits.format.cards import (
+    CARD_SIZE,
+    COMMENTARY_KEYWORDS,
+    END_CARD,
+    Card,
+    KeywordIndex,
+    Value,
+    find_end,
+    index_keywords,
+    parse_card,
+    parse_value,
+)
+from dfits.format.cards import normalize_keyword as _normalize
+from dfits.format.dtypes import BITPIX_TO_STORED
+
+if TYPE_CHECKING:
+    from astropy.io import fits
+
+__all__ = ["MANDATORY", "Header", "check_mandatory"]
+
+_PRINTABLE = bytes(range(32, 127))
+# Parses of 70-byte value fields, shared by all headers; cleared when full.
+_VALUES: dict[bytes, tuple[Value, bool]] = {}
+_VALUES_LIMIT = 1 << 14
+# Keywords whose cards never carry a value, even with "= " in columns 9-10 (astropy).
+_NO_VALUE = frozenset({"", "COMMENT", "HISTORY", "CONTINUE"})
+
+
+class Header(Mapping[str, Any]):
+    """A read-only FITS header.
+
+    Parameters
+    ----------
+    raw : bytes or str
+        The header as stored: cards of 80 characters, normally ending with the END card and
+        blank padding. Without an END card every whole card is read.
+    ncards : int, optional
+        Number of cards before END, when the caller has already found it.
+
+    Examples
+    --------
+    >>> h = Header(b"".join(c.ljust(80) for c in [
+    ...     b"SIMPLE  =                    T", b"NAXIS   =                    0",
+    ...     b"HISTORY first", b"HISTORY second", b"END"]))
+    >>> h["naxis"], h["HISTORY"], list(h)
+    (0, ('first', 'second'), ['SIMPLE', 'NAXIS', 'HISTORY'])
+    """
+
+    __slots__ = ("_bad", "_cards", "_layout", "_ncards", "_raw")
+
+    def __init__(self, raw: bytes | str = b"", *, ncards: int | None = None) -> None:
+        data = bytes(raw, "latin-1") if isinstance(raw, str) else bytes(raw)
+        if ncards is None:
+            end = find_end(data)
+            ncards = (end if end >= 0 else len(data)) // CARD_SIZE
+        self._raw = data
+        self._ncards = ncards
+        self._layout: KeywordIndex | None = None
+        self._cards: dict[int, Card] | None = None
+        self._bad: tuple[int, ...] = ()
+
+    def __reduce__(self) -> tuple[type[Header], tuple[bytes]]:
+        # Only the bytes travel: indexes and parsed values are rebuilt on demand.
+        return Header, (self._raw,)
+
+    @classmethod
+    def fromstring(cls, data: bytes | str) -> Header:
+        """Build a header from its stored bytes (astropy's spelling of the constructor)."""
+        return cls(data)
+
+    # -- index and values -------------------------------------------------------------------
+    def _index(self) -> KeywordIndex:
+        layout = self._layout
+        if layout is not None:
+            return layout
+        raw = self._raw
+        size = self._ncards * CARD_SIZE
+        if raw[:size].translate(None, _PRINTABLE):
+            self._bad = tuple(
+                i
+                for i in range(self._ncards)
+                if raw[i * CARD_SIZE : (i + 1) * CARD_SIZE].translate(None, _PRINTABLE)
+            )
+        layout = self._layout = index_keywords(raw, self._ncards)
+        return layout
+
+    def _span(self, i: int) -> tuple[int, int]:
+        """First and past-last 80-byte card of logical card ``i``."""
+        starts = self._index().starts
+        if starts is None:
+            return i, i + 1
+        return starts[i], (starts[i + 1] if i + 1 < len(starts) else self._ncards)
+
+    def _card(self, i: int) -> Card:
+        cards = self._cards
+        if cards is None:
+            cards = self._cards = {}
+        card = cards.get(i)
+        if card is None:
+            start, stop = self._span(i)
+            card = cards[i] = parse_card(self._raw[start * CARD_SIZE : stop * CARD_SIZE])
+        return card
+
+    def _value(self, i: int) -> Value:
+        # The hot path of every lookup: the layout is built by the caller.
+        layout = self._layout
+        assert layout is not None
+        starts = layout.starts
+        start = i if starts is None else starts[i]
+        pos = start * CARD_SIZE
+        raw = self._raw
+        if (
+            raw[pos + 8 : pos + 10] == b"= "
+            and (starts is None or self._span(i)[1] == start + 1)
+            and start not in self._bad
+            and layout.names[i] not in _NO_VALUE
+        ):
+            # A plain single card: parse its value field alone, once per distinct field.
+            field = raw[pos + 10 : pos + CARD_SIZE]
+            found = _VALUES.get(field)
+            if found is None:
+                value, _, valid = parse_value(field.decode("ascii"))
+                found = (value, valid)
+                if len(_VALUES) >= _VALUES_LIMIT:
+                    _VALUES.clear()
+                _VALUES[field] = found
+            if found[1]:
+                return found[0]
+        return self._card(i).value
+
+    # -- mapping ----------------------------------------------------------------------------
+    def __getitem__(self, key: str | int | tuple[str, int]) -> Any:
+        layout = self._layout or self._index()
+        if isinstance(key, str):
+            name = _normalize(key)
+            i = layout.first.get(name)
+            if i is None:
+                raise KeyError(f"Keyword {key!r} not found.")
+            if name in COMMENTARY_KEYWORDS:
+                return tuple(self._value(j) for j, k in enumerate(layout.names) if k == name)
+            return self._value(i)
+        if isinstance(key, tuple):
+            return self._value(self._nth(*key))
+        return self.value_at(key)
+
+    def value_at(self, index: int) -> Value:
+        """Value of the card at ``index`` (astropy's ``header[index]``), e.g. from :meth:`index`.
+
+        Examples
+        --------
+        >>> h = Header(b"NAXIS   =                    0".ljust(80))
+        >>> h.value_at(h.index("NAXIS"))
+        0
+        """
+        n = len((self._layout or self._index()).names)
+        if 0 <= index < n:
+            return self._value(index)
+        if -n <= index < 0:
+            return self._value(index + n)
+        raise IndexError(f"Header index {index} out of range ({n} cards).")
+
+    def index(self, key: str) -> int:
+        """Position of the first card with this keyword (astropy's ``Header.index``).
+
+        Raises ``ValueError`` when there is none.
+        """
+        i = (self._layout or self._index()).first.get(_normalize(key))
+        if i is None:
+            raise ValueError(f"The keyword {key!r} is not in the header.")
+        return i
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``header[key]`` if the keyword is present, else ``default``."""
+        name = _normalize(key)
+        i = (self._layout or self._index()).first.get(name)
+        if i is None:
+            return default
+        return self[key] if name in COMMENTARY_KEYWORDS else self._value(i)
+
+    def _nth(self, key: str, n: int) -> int:
+        name = _normalize(key)
+        hits = [j for j, k in enumerate(self._index().names) if k == name]
+        if not hits:
+            raise KeyError(f"Keyword {key!r} not found.")
+        try:
+            return hits[n]
+        except IndexError:
+            raise IndexError(f"There are only {len(hits)} {key!r} cards in the header.") from None
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and _normalize(key) in self._index().first
+
+    def __iter__(self) -> Iterator[str]:
+        layout = self._index()
+        return iter([layout.keywords[i] for i in sorted(layout.first.values())])
+
+    def __len__(self) -> int:
+        return len(self._index().first)
+
+    # -- astropy-like extras ----------------------------------------------------------------
+    @property
+    def ncards(self) -> int:
+        """Number of cards (a card and its ``CONTINUE`` cards count once): astropy's ``len``."""
+        return len(self._index().names)
+
+    @property
+    def cards(self) -> tuple[Card, ...]:
+        """Every card, in order, END excluded."""
+        return tuple(self._card(i) for i in range(self.ncards))
+
+    @property
+    def comments(self) -> _Comments:
+        """``header.comments[key]``: the comment of the first card with that keyword."""
+        return _Comments(self)
+
+    @property
+    def bad_cards(self) -> tuple[int, ...]:
+        """Positions (0-based, in 80-byte cards) of cards with bytes outside ASCII 32–126."""
+        if self._layout is None:
+            self._index()
+        return self._bad
+
+    @property
+    def keyword_index(self) -> KeywordIndex:
+        """The keyword index: one object shared by all headers with identical keywords.
+
+        Callers may key caches of structural facts (which keyword sits where) on it.
+        """
+        return self._layout or self._index()
+
+    def locate(self, key: str, n: int = 0) -> int:
+        """Position (0-based, in 80-byte cards) of the ``n``-th card with this keyword.
+
+        Raises ``KeyError`` when there is no such card.
+        """
+        return self._span(self._nth(key, n))[0]
+
+    def card_bytes(self, index: int) -> bytes:
+        """The stored bytes of the card at ``index``, its ``CONTINUE`` cards included."""
+        start, stop = self._span(range(self.ncards)[index])
+        return self._raw[start * CARD_SIZE : stop * CARD_SIZE]
+
+    def count(self, key: str) -> int:
+        """How many cards carry this keyword."""
+        return self._index().names.count(_normalize(key))
+
+    def tostring(self) -> bytes:
+        """The bytes this header was built from (END card and padding included)."""
+        return self._raw
+
+    def to_astropy(self) -> fits.Header:
+        """An ``astropy.io.fits.Header`` built from the same bytes (imports astropy)."""
+        from astropy.io import fits
+
+        return fits.Header.fromstring(self._raw[: self._ncards * CARD_SIZE] + END_CARD)
+
+    def __repr__(self) -> str:
+        text = self._raw[: self._ncards * CARD_SIZE].decode("latin-1")
+        return "\n".join(text[i : i + CARD_SIZE] for i in range(0, len(text), CARD_SIZE))
+
+
+class _Comments:
+    """``header.comments[key]`` as in astropy."""
+
+    __slots__ = ("_header",)
+
+    def __init__(self, header: Header) -> None:
+        self._header = header
+
+    def __getitem__(self, key: str) -> str:
+        header = self._header
+        i = header._index().first.get(_normalize(key))
+        if i is None:
+            raise KeyError(f"Keyword {key!r} not found.")
+        return header._card(i).comment
+
+
+#: Keywords whose cards fix where the data are and how big; see :func:`check_mandatory`.
+MANDATORY = re.compile(r"SIMPLE|XTENSION|BITPIX|NAXIS\d*|PCOUNT|GCOUNT")
+
+
+def check_mandatory(
+    header: Header, primary: bool, offset: int, where: str, notes: list[str]
+) -> tuple[int, list[int], int, int]:
+    """Check the mandatory keywords of a primary or extension header.
+
+    Returns BITPIX, NAXISn (FITS order), PCOUNT and GCOUNT; raises
+    :class:`~dfits.errors.HeaderError` (message prefixed by ``where``, naming the byte offset
+    of the card given the header's ``offset``) when a mandatory keyword is missing, duplicated
+    or illegal, or holds bytes outside printable ASCII. Appends to ``notes`` one message per
+    recoverable oddity: other cards with such bytes, ``SIMPLE = F``, keywords out of order,
+    PCOUNT/GCOUNT missing from an extension (astropy assumes 0 and 1, and so do we).
+
+    Examples
+    --------
+    >>> h = Header(b"".join(c.ljust(80) for c in [b"SIMPLE  = T", b"BITPIX  = 16",
+    ...     b"NAXIS   = 2", b"NAXIS1  = 3", b"NAXIS2  = 4"]))
+    >>> check_mandatory(h, True, 0, "x", [])
+    (16, [3, 4], 0, 1)
+    """
+    check = _Mandatory(header, offset, where)
+    check.printable(notes)
+    order = ["SIMPLE" if primary else "XTENSION", "BITPIX", "NAXIS"]
+    first, bitpix, naxis = (check.once(key) for key in order)
+    if primary and first is not True:
+        notes.append(
+            f"{where}: SIMPLE = {first!r}: the file does not claim to conform to the "
+            "FITS standard; reading it as its header describes"
+        )
+    if not _is_int(bitpix) or bitpix not in BITPIX_TO_STORED:
+        check.fail("BITPIX", bitpix, "must be one of 8, 16, 32, 64, -32, -64")
+    if not _is_int(naxis) or not 0 <= naxis <= 999:  # type: ignore[operator]
+        check.fail("NAXIS", naxis, "must be an integer from 0 to 999")
+    axes = [f"NAXIS{i}" for i in range(1, naxis + 1)]  # type: ignore[operator]
+    naxes = [check.count(key) for key in axes]
+    order += axes
+    counts = {"PCOUNT": 0, "GCOUNT": 1}
+    # astropy sizes a primary HDU with PCOUNT/GCOUNT too when present (random groups), and
+    # reads extensions without them (astrogo's IMAGE extensions) as PCOUNT = 0, GCOUNT = 1.
+    present = [key for key in counts if key in header]
+    counts.update((key, check.count(key)) for key in present)
+    if not primary:
+        order += present
+        if len(present) < 2:
+            missing = " and ".join(key for key in counts if key not in present)
+            notes.append(
+                f"{where}: mandatory {missing} missing from the header at offset "
+                f"{offset}; assuming PCOUNT = 0, GCOUNT = 1 as astropy does"
+            )
+    misplaced = [
+        f"{key} at card {header.locate(key)}"
+        for i, key in enumerate(order)
+        if header.locate(key) != i
+    ]
+    if misplaced:
+        notes.append(
+            f"{where}: mandatory keywords out of order ({', '.join(misplaced)}; "
+            f"expected {', '.join(order)}); values are unambiguous, reading anyway"
+        )
+    return bitpix, naxes, counts["PCOUNT"], counts["GCOUNT"]  # type: ignore[return-value]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Mandatory:
+    """Checks of single mandatory cards, with messages naming the card's byte offset."""
+
+    def __init__(self, header: Header, offset: int, where: str) -> None:
+        self.header, self.offset, self.where = header, offset, where
+
+    def fail(self, key: str, value: object, why: str) -> None:
+        at = self.offset + self.header.locate(key) * CARD_SIZE
+        raise HeaderError(f"{self.where}: {key} = {value!r} at offset {at}: {why}")
+
+    def once(self, key: str) -> Any:
+        """The value of a keyword that must appear exactly once."""
+        header, where = self.header, self.where
+        count = header.count(key)
+        if count == 0:
+            raise HeaderError(
+                f"{where}: mandatory keyword {key} missing from the header at offset {self.offset}"
+            )
+        if count > 1:
+            offsets = [self.offset + header.locate(key, n) * CARD_SIZE for n in range(count)]
+            values = [header[key, n] for n in range(count)]
+            raise HeaderError(
+                f"{where}: mandatory keyword {key} appears {count} times "
+                f"(offsets {offsets}, values {values!r}): ambiguous"
+            )
+        return header[key]
+
+    def count(self, key: str) -> int:
+        value = self.once(key)
+        if not _is_int(value) or value < 0:
+            self.fail(key, value, "must be a non-negative integer")
+        return value
+
+    def printable(self, notes: list[str]) -> None:
+        bad = self.header.bad_cards
+        if not bad:
+            return
+        raw = self.header.tostring()
+        images = {i: raw[i * CARD_SIZE : (i + 1) * CARD_SIZE] for i in bad}
+        for i, image in images.items():
+            keyword = image[:8].decode("latin-1").strip().upper()
+            if MANDATORY.fullmatch(keyword):
+                raise HeaderError(
+                    f"{self.where}: mandatory card {keyword} at offset "
+                    f"{self.offset + i * CARD_SIZE} holds bytes outside "
+                    f"printable ASCII: {image.rstrip()!r}"
+                )
+        listing = "; ".join(
+            f"card {i} at offset {self.offset + i * CARD_SIZE}: {image.rstrip()!r}"
+            for i, image in images.items()
+        )
+        notes.append(
+            f"{self.where}: {len(bad)} card(s) hold bytes outside printable ASCII; "
+            f"their values are kept as raw text: {listing}"
+        )
