@@ -1,0 +1,238 @@
+"""``dfits.open``: a FITS file as a sequence of HDUs whose images are lazy dask arrays.
+
+Opening reads headers only (a layout scan); ``hdu.data`` builds a dask array whose tasks
+carry (source, offset, shape, decode spec); ``hdu.section[...]`` reads a small region eagerly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from dfits.array.build import ImageBlock, dask_array
+from dfits.array.chunks import normalize
+from dfits.errors import HDUNotFoundError, UnsupportedError, where
+from dfits.format.layout import FileLayout, HDULayout, scan
+from dfits.io import open_source
+from dfits.section import Section
+
+__all__ = ["HDU", "FitsFile", "open"]
+
+_IMAGE_KINDS = ("primary", "image")
+
+
+class HDU:
+    """One header-data unit: header, geometry and lazy access to the data."""
+
+    def __init__(self, file: FitsFile, layout: HDULayout) -> None:
+        self._file = file
+        self.layout = layout
+
+    # -- description ----------------------------------------------------------------------
+    @property
+    def index(self) -> int:
+        """Position in the file (0 = primary)."""
+        return self.layout.index
+
+    @property
+    def name(self) -> str:
+        """EXTNAME (``PRIMARY`` for the primary HDU, as astropy names it)."""
+        return self.layout.name
+
+    @property
+    def ver(self) -> int:
+        """EXTVER (1 when absent)."""
+        return self.layout.ver
+
+    @property
+    def kind(self) -> str:
+        """``primary``, ``image``, ``bintable``, ``table``, ``compressed_image``, ..."""
+        return self.layout.kind
+
+    @property
+    def header(self):
+        """The :class:`dfits.Header` of this HDU."""
+        return self.layout.header
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Data shape in numpy order (NAXISn reversed); ``()`` without data."""
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """Physical dtype, as astropy's ``hdu.data`` would have it (native byte order)."""
+        spec = self.layout.decode
+        return None if spec is None else spec.physical
+
+    @property
+    def is_image(self) -> bool:
+        """True when the data is an image dfits can read."""
+        return self.kind in _IMAGE_KINDS and self.layout.decode is not None
+
+    def _where(self) -> str:
+        return where(self._file.filename, self.index, self.name)
+
+    def __repr__(self) -> str:
+        dtype = "" if self.dtype is None else f" {self.dtype}"
+        return f"<dfits.HDU {self.index} {self.name!r} {self.kind} {self.shape}{dtype}>"
+
+    # -- data -----------------------------------------------------------------------------
+    def _block(self, raw: bool) -> ImageBlock:
+        if not self.is_image:
+            raise UnsupportedError(
+                f"{self._where()}: {self.kind} HDUs have no image data that dfits can read"
+            )
+        spec = self.layout.decode
+        if not raw:
+            spec.check()
+        return ImageBlock(self._file.source, self.layout.data_offset, self.shape, spec, raw)
+
+    def _array(self, raw: bool, chunks: Any = None):
+        from dask.base import tokenize
+
+        block = self._block(raw)
+        spec = block.spec
+        chunks = normalize(
+            self._file.chunks if chunks is None else chunks,
+            self.shape,
+            block.dtype,
+            spec.itemsize,
+        )
+        token = tokenize(
+            self._file.source.token, self.layout.data_offset, self.shape, spec, raw, chunks
+        )
+        label = "raw" if raw else "data"
+        return dask_array(block, chunks, f"dfits-{label}-{self.index}-{token}")
+
+    @property
+    def data(self):
+        """Physical values as a lazy ``dask.array.Array`` (native order, NaN for BLANK)."""
+        return self._array(raw=False)
+
+    @property
+    def raw(self):
+        """Stored values (big-endian, unscaled) as a lazy, zero-copy dask array."""
+        return self._array(raw=True)
+
+    def to_dask(self, chunks: Any = None):
+        """Like :attr:`data` with explicit ``chunks`` (anything dask accepts)."""
+        return self._array(raw=False, chunks=chunks)
+
+    @property
+    def section(self) -> Section:
+        """Eager reads of small regions: ``hdu.section[10, 200:232, 300:332]`` → numpy."""
+        return Section(self._block(raw=False))
+
+
+class FitsFile(Sequence[HDU]):
+    """An opened FITS file: its HDUs by index, EXTNAME or (EXTNAME, EXTVER)."""
+
+    def __init__(self, source: Any, layout: FileLayout, chunks: Any = None) -> None:
+        self.source = source
+        self.layout = layout
+        self.chunks = chunks
+        self._hdus = [HDU(self, h) for h in layout.hdus]
+
+    @property
+    def filename(self) -> str:
+        """The path or URL that was opened."""
+        return self.layout.filename
+
+    def __len__(self) -> int:
+        return len(self._hdus)
+
+    def __iter__(self) -> Iterator[HDU]:
+        return iter(self._hdus)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return self._hdus[key]
+        if isinstance(key, int | np.integer) and not isinstance(key, bool):
+            try:
+                return self._hdus[key]
+            except IndexError:
+                raise HDUNotFoundError(
+                    f"{where(self.filename)}: no HDU {key} (the file has {len(self)}: "
+                    f"{self._names()})"
+                ) from None
+        name, ver = (key, None) if isinstance(key, str) else tuple(key)
+        for hdu in self._hdus:
+            if hdu.name.upper() == str(name).upper() and (ver is None or hdu.ver == ver):
+                return hdu
+        wanted = repr(name) if ver is None else f"({name!r}, {ver})"
+        raise HDUNotFoundError(
+            f"{where(self.filename)}: no HDU named {wanted}; available: {self._names()}"
+        )
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]
+        except (HDUNotFoundError, TypeError, ValueError):
+            return False
+        return True
+
+    def _names(self) -> str:
+        return ", ".join(f"{h.index}:{h.name or '-'}" for h in self._hdus)
+
+    def info(self, output: Any = None) -> list[tuple[Any, ...]]:
+        """Print (and return) a table like astropy's ``HDUList.info()``."""
+        rows = []
+        for h in self._hdus:
+            dtype = "" if h.dtype is None else str(h.dtype)
+            rows.append((h.index, h.name, h.ver, h.kind, h.header.ncards, h.shape, dtype))
+        lines = [
+            f"Filename: {self.filename}",
+            f"{'No.':>3}  {'Name':<12} {'Ver':>4}  {'Type':<16} {'Cards':>5}  "
+            f"{'Dimensions':<22} Format",
+        ]
+        for i, name, ver, kind, cards, shape, dtype in rows:
+            lines.append(
+                f"{i:>3}  {name:<12} {ver:>4}  {kind:<16} {cards:>5}  {shape!s:<22} {dtype}"
+            )
+        text = "\n".join(lines)
+        if output is not False:
+            print(text, file=output)
+        return rows
+
+    def close(self) -> None:
+        """Nothing to release: sources hold no handle that outlives a read."""
+
+    def __enter__(self) -> FitsFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<dfits.FitsFile {self.filename!r} with {len(self)} HDUs>"
+
+
+def open(
+    path: str | os.PathLike[str],
+    *,
+    chunks: Any = None,
+    storage_options: dict[str, Any] | None = None,
+) -> FitsFile:
+    """Open a FITS file lazily: read its headers, map nothing.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A local path, or any fsspec URL (``https://``, ``s3://``, ...).
+    chunks : optional
+        Default chunks for ``hdu.data`` (anything dask accepts); by default contiguous slabs
+        of the slowest axes near dask's ``array.chunk-size``.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    FitsFile
+    """
+    source = open_source(path, storage_options)
+    layout = scan(source.read, source.size, filename=os.fspath(path))
+    return FitsFile(source, layout, chunks)

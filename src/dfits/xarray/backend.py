@@ -1,0 +1,250 @@
+"""The ``dfits`` xarray backend engine: ``xr.open_dataset("cube.fits")``.
+
+A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
+HDU and hands xarray lazily indexed arrays (:class:`DfitsBackendArray` for the data,
+:class:`CelestialArray` for the 2-D sky coordinates). Both hold a path, an HDU index and a
+header text — never an open file — so datasets and their dask graphs pickle.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+import dfits.xarray.accessor  # noqa: F401  (registers .fits for engine users)
+from dfits.errors import DfitsWarning, HDUNotFoundError, where
+from dfits.xarray.coords import (
+    WCSPlan,
+    axis_values,
+    celestial_block,
+    parse_wcs,
+    plan_axes,
+    stokes_names,
+)
+from dfits.xarray.errors import WCSError
+
+__all__ = ["CelestialArray", "DfitsBackendArray", "DfitsBackendEntrypoint", "open_hdu_dataset"]
+
+_EXTENSIONS = (".fits", ".fit", ".fts", ".fits.fz")
+_MAGIC = b"SIMPLE  ="
+_files: dict[Any, Any] = {}
+_files_lock = threading.Lock()
+
+
+def _open(path: str, storage_options: dict | None) -> Any:
+    """``dfits.open`` once per (path, options) per process (it reads headers only)."""
+    import dfits
+
+    key = (path, repr(storage_options))
+    f = _files.get(key)
+    if f is None:
+        f = dfits.open(path, storage_options=storage_options)
+        with _files_lock:
+            if len(_files) > 128:
+                _files.clear()
+            _files[key] = f
+    return f
+
+
+class DfitsBackendArray(BackendArray):
+    """The data of one image HDU, read region by region through ``hdu.section``."""
+
+    def __init__(self, path: str, index: int, shape, dtype, storage_options=None) -> None:
+        self.path = path
+        self.index = index
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.storage_options = storage_options
+
+    def hdu(self) -> Any:
+        return _open(self.path, self.storage_options)[self.index]
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._raw_getitem
+        )
+
+    def _raw_getitem(self, key: tuple) -> np.ndarray:
+        return np.asarray(self.hdu().section[key])
+
+
+class CelestialArray(BackendArray):
+    """A 2-D celestial coordinate (``ra``, ``dec``, ...) computed per block from the WCS."""
+
+    def __init__(self, header: str, x_axis: int, y_axis: int, world: int, shape) -> None:
+        self.header = header
+        self.x_axis, self.y_axis, self.world = x_axis, y_axis, world
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(float)
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._raw_getitem
+        )
+
+    def _raw_getitem(self, key: tuple) -> np.ndarray:
+        ys, xs = (np.arange(n)[k] for n, k in zip(self.shape, key, strict=True))
+        block = celestial_block(
+            parse_wcs(self.header), self.x_axis, self.y_axis, self.world,
+            np.atleast_1d(ys), np.atleast_1d(xs),
+        )  # fmt: skip
+        drop = tuple(0 if np.ndim(k) == 0 else slice(None) for k in (ys, xs))
+        return block[drop]
+
+
+def _select(f: Any, hdu: Any) -> Any:
+    """The HDU asked for, or the first with image data; errors list what the file has."""
+    if hdu is None:
+        for h in f:
+            if h.is_image and h.shape and np.prod(h.shape) > 0:
+                return h
+        raise HDUNotFoundError(
+            f"{where(f.filename)}: no HDU holds image data; available: {f._names()}"
+        )
+    h = f[hdu] if isinstance(hdu, int | str) else f[tuple(hdu)]
+    if not (h.is_image and h.shape):
+        raise HDUNotFoundError(
+            f"{where(f.filename, h.index, h.name)}: {h.kind} HDU without image data; "
+            f"available: {_with_data(f)}"
+        )
+    return h
+
+
+def _with_data(f: Any) -> str:
+    names = [f"{h.index}:{h.name or '-'} {h.shape}" for h in f if h.is_image and h.shape]
+    return ", ".join(names) or "none with image data"
+
+
+def _header_text(h: Any) -> str:
+    raw = h.header.tostring()
+    return raw[: h.header.ncards * 80].decode("latin-1") + "END".ljust(80)
+
+
+def _coords(plan: WCSPlan, wcs: Any, h: Any, text: str, chunks: dict) -> dict[str, Any]:
+    shape = h.shape
+    coords: dict[str, Any] = {}
+    for axis, n in zip(plan.axes, shape, strict=True):
+        coords[f"pixel_{axis.dim}"] = xr.Variable(
+            axis.dim, np.arange(n), {"fits_axis": axis.fits_axis}
+        )
+        if axis.kind != "world":
+            continue
+        values = axis_values(wcs, axis.fits_axis, axis.world, n)
+        unit = h.header.get(f"CUNIT{axis.fits_axis}")  # as written, e.g. 'm/s' not 'm / s'
+        attrs = {"units": unit.strip() if isinstance(unit, str) else axis.units,
+                 "ctype": axis.ctype}  # fmt: skip
+        if axis.ctype.upper().startswith("STOKES"):
+            attrs["stokes_codes"] = values.round().astype(int).tolist()
+            del attrs["units"]
+            values = stokes_names(values)
+        coords[axis.dim] = xr.Variable(axis.dim, values, attrs)
+    if plan.lon is not None:
+        x = next(a for a in plan.axes if a.dim == "x")
+        y = next(a for a in plan.axes if a.dim == "y")
+        ny, nx = shape[plan.dims.index("y")], shape[plan.dims.index("x")]
+        for name, world in ((plan.lon, plan.lon_world), (plan.lat, plan.lat_world)):
+            lazy = indexing.LazilyIndexedArray(
+                CelestialArray(text, x.fits_axis, y.fits_axis, world, (ny, nx))
+            )
+            var = xr.Variable(("y", "x"), lazy, {"units": str(wcs.wcs.cunit[world])})
+            var.encoding["preferred_chunks"] = {d: chunks[d] for d in ("y", "x")}
+            coords[name] = var
+    return coords
+
+
+def _attrs(h: Any, text: str) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"fits_header": text, "fits_hdu": h.index, "fits_extname": h.name}
+    for key, name in (("BUNIT", "units"), ("BTYPE", "long_name"), ("OBJECT", "object")):
+        value = h.header.get(key)
+        if isinstance(value, str) and value.strip():
+            attrs[name] = value.strip()
+    return attrs
+
+
+def open_hdu_dataset(
+    path: str, hdu: Any = None, storage_options: dict | None = None, decode_wcs: bool = True
+) -> xr.Dataset:
+    """The Dataset of one image HDU: one data variable named after it, WCS coordinates."""
+    f = _open(path, storage_options)
+    h = _select(f, hdu)
+    text = _header_text(h)
+    wcs = None
+    if decode_wcs:
+        try:
+            wcs = parse_wcs(text)
+        except WCSError as err:
+            warnings.warn(
+                f"{where(f.filename, h.index, h.name)}: WCS unusable, using pixel-index "
+                f"dimensions ({err})",
+                DfitsWarning,
+                stacklevel=4,
+            )
+    plan = plan_axes(wcs, len(h.shape))
+    chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
+    coords = _coords(plan, wcs, h, text, chunks)
+    # Hand xarray the dfits dask array itself, not a lazily indexed backend array: xarray's
+    # own chunking would ``np.asarray`` each region into a decoded copy, while dfits chunks
+    # stay stored bytes so that every xarray reduction runs the fused kernels.
+    var = xr.Variable(plan.dims, h.data, _attrs(h, text))
+    var.encoding.update(
+        preferred_chunks=chunks,
+        dfits_source=path,
+        dfits_hdu=h.index,
+        dfits_storage_options=storage_options,
+    )
+    name = (h.name or f"hdu{h.index}").lower()
+    return xr.Dataset({name: var}, coords=coords, attrs={"fits_filename": f.filename})
+
+
+class DfitsBackendEntrypoint(BackendEntrypoint):
+    """Open FITS images with dfits: lazy data, WCS dimensions and coordinates.
+
+    Keywords: ``hdu`` (index, EXTNAME or (EXTNAME, EXTVER); default the first HDU with
+    image data), ``storage_options`` (fsspec, for URLs), ``decode_wcs`` (False: pixel-index
+    dimensions only), ``drop_variables``.
+    """
+
+    description = "Open FITS images lazily with dfits (WCS coordinates, .fits accessor)"
+    url = "https://github.com/dfits/dfits"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "hdu", "storage_options",
+                               "decode_wcs")  # fmt: skip
+
+    def open_dataset(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: Any = None,
+        hdu: Any = None,
+        storage_options: dict | None = None,
+        decode_wcs: bool = True,
+    ) -> xr.Dataset:
+        if not isinstance(filename_or_obj, str | os.PathLike):
+            raise TypeError(
+                f"the dfits engine opens paths and URLs, not {type(filename_or_obj).__name__}"
+            )
+        path = os.fspath(filename_or_obj)
+        ds = open_hdu_dataset(path, hdu, storage_options, decode_wcs)
+        if drop_variables is not None:
+            names = [drop_variables] if isinstance(drop_variables, str) else drop_variables
+            ds = ds.drop_vars(names, errors="ignore")
+        ds.set_close(None)  # dfits holds no handle that outlives a read
+        return ds
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        if not isinstance(filename_or_obj, str | os.PathLike):
+            return False
+        path = os.fspath(filename_or_obj)
+        if path.lower().endswith(_EXTENSIONS):
+            return True
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(len(_MAGIC)) == _MAGIC
+        except (OSError, ValueError):
+            return False

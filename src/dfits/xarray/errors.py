@@ -1,0 +1,15 @@
+"""Errors of the xarray layer (candidates for :mod:`dfits.errors`)."""
+
+from __future__ import annotations
+
+from dfits.errors import DfitsError, HeaderError
+
+__all__ = ["RegionError", "WCSError"]
+
+
+class WCSError(HeaderError):
+    """The header's WCS cannot be used (astropy cannot parse it, or slicing lost it)."""
+
+
+class RegionError(DfitsError, ValueError):
+    """A sky region (cut-out, aperture) is empty or outside the image, or a bad argument."""

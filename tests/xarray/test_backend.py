@@ -1,0 +1,153 @@
+"""The dfits engine: discovery, HDU selection, laziness, multi-file, bad input."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import xarray as xr
+from astropy.io import fits
+
+import dfits
+from dfits.xarray.backend import DfitsBackendEntrypoint
+from dfits.xarray.errors import WCSError
+from tests.xarray.conftest import celestial_wcs, write
+
+
+def test_guess_can_open(tmp_path, cube):
+    entry = DfitsBackendEntrypoint()
+    for name in ("a.fits", "a.FIT", "a.fts", "a.fits.fz"):
+        assert entry.guess_can_open(name)
+    plain = tmp_path / "noext"
+    with open(cube[0], "rb") as fh:
+        plain.write_bytes(fh.read(2880))
+    assert entry.guess_can_open(str(plain))
+    other = tmp_path / "a.nc"
+    other.write_bytes(b"CDF\x01")
+    assert not entry.guess_can_open(str(other))
+    assert not entry.guess_can_open(b"bytes")
+
+
+def test_open_without_engine_is_lazy(cube, cube_data):
+    path, _ = cube
+    ds = xr.open_dataset(path)
+    assert list(ds.data_vars) == ["primary"]
+    var = ds["primary"].variable
+    assert not var._in_memory
+    assert ds["primary"].encoding["preferred_chunks"]["x"] == (10,)
+    np.testing.assert_array_equal(
+        ds["primary"].isel(freq=2, y=slice(3, 6)).values, cube_data[:, 2, 3:6].astype("f4")
+    )
+    np.testing.assert_array_equal(ds["primary"].values, cube_data)
+    assert ds["primary"].dtype == np.float32
+
+
+def test_chunks_and_pickle(cube, cube_data):
+    ds = xr.open_dataset(cube[0], engine="dfits", chunks={})
+    da = ds["primary"]
+    assert da.chunks is not None
+    again = pickle.loads(pickle.dumps(da))
+    np.testing.assert_allclose(float(again.sum()), np.nansum(cube_data.astype(float)), rtol=1e-6)
+
+
+def test_header_round_trips(cube):
+    da = xr.open_dataarray(cube[0], engine="dfits")
+    header = da.fits.header
+    assert isinstance(header, dfits.Header)
+    assert header.to_astropy() == fits.getheader(cube[0])
+    assert da.attrs["units"] == "Jy/beam"
+
+
+@pytest.fixture
+def mef(tmp_path):
+    w = celestial_wcs("TAN")
+    hdus = [fits.PrimaryHDU()]
+    hdus += [
+        fits.ImageHDU(np.full((3, 4), v, ">f4"), w.to_header(), name="SCI", ver=v) for v in (1, 2)
+    ]
+    hdus.append(fits.BinTableHDU.from_columns([fits.Column("a", "J", array=[1])], name="TAB"))
+    path = tmp_path / "mef.fits"
+    fits.HDUList(hdus).writeto(path)
+    return str(path)
+
+
+@pytest.mark.parametrize(("hdu", "value"), [(None, 1), (2, 2), ("SCI", 1), (("SCI", 2), 2)])
+def test_hdu_selection(mef, hdu, value):
+    ds = xr.open_dataset(mef, hdu=hdu)
+    assert list(ds.data_vars) == ["sci"]
+    assert float(ds["sci"].mean()) == value
+
+
+@pytest.mark.parametrize("hdu", ["NOPE", 9, 0, "TAB"])
+def test_bad_hdu_lists_available(mef, hdu):
+    with pytest.raises(dfits.HDUNotFoundError, match="SCI"):
+        xr.open_dataset(mef, hdu=hdu)
+
+
+def test_bad_wcs_opens_with_pixel_dims(tmp_path):
+    w = celestial_wcs("TAN")
+    header = w.to_header()
+    header["CTYPE1"], header["CTYPE2"] = "RA---XYZ", "DEC--XYZ"
+    path = tmp_path / "bad.fits"
+    fits.PrimaryHDU(np.arange(12, dtype=">f4").reshape(3, 4), header).writeto(path)
+    with pytest.warns(dfits.DfitsWarning, match="CTYPE1"):
+        da = xr.open_dataarray(path)
+    assert da.dims == ("y", "x")
+    assert "ra" not in da.coords
+    assert float(da.sum()) == 66
+    with pytest.raises(WCSError, match=r"no usable WCS.*CTYPE1"):
+        _ = da.fits.wcs
+
+
+@pytest.fixture
+def frames(tmp_path):
+    """Three 1-channel frames of one field at increasing frequency."""
+    paths = []
+    for i in range(3):
+        w = celestial_wcs("SIN", "PC", (("FREQ", 1e9 + i * 1e6, 1e6, "Hz"),))
+        paths.append(write(tmp_path / f"f{i}.fits", np.full((1, 3, 4), i, ">f4"), w))
+    return paths
+
+
+def test_open_mfdataset_by_coords(frames):
+    ds = xr.open_mfdataset(frames[::-1], combine="by_coords")
+    assert ds["primary"].dims == ("freq", "y", "x")
+    np.testing.assert_array_equal(ds["freq"].values, [1e9, 1.001e9, 1.002e9])
+    np.testing.assert_array_equal(ds["primary"].mean(("y", "x")).values, [0, 1, 2])
+    with pytest.raises(WCSError, match="evenly spaced"):
+        _ = ds["primary"].fits.wcs  # the pixel indices of three files are no single WCS
+
+
+def test_open_mfdataset_nested(tmp_path):
+    w = celestial_wcs("TAN")
+    paths = [write(tmp_path / f"e{i}.fits", np.full((3, 4), i, ">f4"), w) for i in range(3)]
+    ds = xr.open_mfdataset(paths, combine="nested", concat_dim="frame")
+    assert ds["primary"].sizes["frame"] == 3
+    np.testing.assert_array_equal(ds["primary"].max(("y", "x")).values, [0, 1, 2])
+    assert ds["primary"].isel(frame=1).fits.wcs.wcs.crval[0] == 150.0
+
+
+def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
+    import dask.array as da_mod
+    import numpy as np
+    import xarray as xr
+    from astropy.io import fits
+
+    from dfits.array import stored
+
+    data = np.random.default_rng(0).standard_normal((6, 8, 10)).astype(np.float32)
+    data[1, 2, 3] = np.nan
+    path = tmp_path / "fused.fits"
+    fits.PrimaryHDU(data).writeto(path)
+    ds = xr.open_dataset(path, engine="dfits")
+    arr = ds["primary"]
+    assert isinstance(arr.data, da_mod.Array)
+
+    def refuse(self):
+        raise AssertionError("decoded a stored chunk")
+
+    monkeypatch.setattr(stored.StoredChunk, "decode", refuse)
+    np.testing.assert_allclose(arr.mean(arr.dims[0]).values, np.nanmean(data, axis=0),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(arr.std()), np.nanstd(data.astype(float)), rtol=1e-6)
