@@ -135,7 +135,8 @@ class FitsFile(Sequence[HDU]):
         self.source = source
         self.layout = layout
         self.chunks = chunks
-        self._hdus = [HDU(self, h) for h in layout.hdus]
+        # wrappers are made on first access: a 10,000-HDU file should not pay for them at open
+        self._hdus: list[HDU | None] = [None] * len(layout.hdus)
 
     @property
     def filename(self) -> str:
@@ -145,24 +146,31 @@ class FitsFile(Sequence[HDU]):
     def __len__(self) -> int:
         return len(self._hdus)
 
+    def _hdu(self, i: int) -> HDU:
+        hdu = self._hdus[i]
+        if hdu is None:
+            hdu = self._hdus[i] = HDU(self, self.layout.hdus[i])
+        return hdu
+
     def __iter__(self) -> Iterator[HDU]:
-        return iter(self._hdus)
+        return (self._hdu(i) for i in range(len(self._hdus)))
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
-            return self._hdus[key]
+            return [self._hdu(i) for i in range(len(self._hdus))[key]]
         if isinstance(key, int | np.integer) and not isinstance(key, bool):
             try:
-                return self._hdus[key]
+                return self._hdu(int(key))
             except IndexError:
                 raise HDUNotFoundError(
                     f"{where(self.filename)}: no HDU {key} (the file has {len(self)}: "
                     f"{self._names()})"
                 ) from None
         name, ver = (key, None) if isinstance(key, str) else tuple(key)
-        for hdu in self._hdus:
-            if hdu.name.upper() == str(name).upper() and (ver is None or hdu.ver == ver):
-                return hdu
+        wanted_name = str(name).upper()
+        for i, h in enumerate(self.layout.hdus):
+            if h.name.upper() == wanted_name and (ver is None or h.ver == ver):
+                return self._hdu(i)
         wanted = repr(name) if ver is None else f"({name!r}, {ver})"
         raise HDUNotFoundError(
             f"{where(self.filename)}: no HDU named {wanted}; available: {self._names()}"
@@ -176,12 +184,12 @@ class FitsFile(Sequence[HDU]):
         return True
 
     def _names(self) -> str:
-        return ", ".join(f"{h.index}:{h.name or '-'}" for h in self._hdus)
+        return ", ".join(f"{h.index}:{h.name or '-'}" for h in self.layout.hdus)
 
     def info(self, output: Any = None) -> list[tuple[Any, ...]]:
         """Print (and return) a table like astropy's ``HDUList.info()``."""
         rows = []
-        for h in self._hdus:
+        for h in self:
             dtype = "" if h.dtype is None else str(h.dtype)
             rows.append((h.index, h.name, h.ver, h.kind, h.header.ncards, h.shape, dtype))
         lines = [
