@@ -109,9 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         # run every step once on a tiny corner first: the timings below are then I/O and
         # compute, not Numba compiling each kernel variant on first use
         corner = cube[:8, :16, :16]
-        _timed("first calls (compile the kernels)", lambda: da.compute(
-            da.nansum(corner, axis=0), da.nanmean(corner, axis=(1, 2)), da.nanmax(corner),
-            da.nanstd(corner), hdu.section[:2, :2, :2]))
+        _timed(
+            "first calls (compile the kernels)",
+            lambda: da.compute(
+                da.nansum(corner, axis=0),
+                da.nanmean(corner, axis=(1, 2)),
+                da.nanmax(corner),
+                da.nanstd(corner),
+                hdu.section[:2, :2, :2],
+            ),
+        )
         mom0 = _timed(
             "moment-0 map: nansum over channels",
             lambda: da.nansum(cube, axis=0).compute() * 0.5e6 / 1e9,

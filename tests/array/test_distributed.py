@@ -84,7 +84,7 @@ def test_tasks_are_small(cube):
 
 
 def test_killed_worker_is_recomputed_exactly(cluster, cube):
-    cl, client = cluster
+    _, client = cluster
     path, data = cube
     x = dfits.open(path, chunks=(1, 48, 40))[0].data
     # 64 chunks of ≥ 50 ms each: the kill lands while tasks are running. The pass-through

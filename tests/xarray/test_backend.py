@@ -148,6 +148,7 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
         raise AssertionError("decoded a stored chunk")
 
     monkeypatch.setattr(stored.StoredChunk, "decode", refuse)
-    np.testing.assert_allclose(arr.mean(arr.dims[0]).values, np.nanmean(data, axis=0),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        arr.mean(arr.dims[0]).values, np.nanmean(data, axis=0), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(float(arr.std()), np.nanstd(data.astype(float)), rtol=1e-6)

@@ -1,0 +1,78 @@
+"""``compute`` with the progress display dask users expect.
+
+* a ``distributed.Client`` is the scheduler dask would use → the work is submitted with
+  ``client.compute`` and followed with ``distributed.progress`` (a widget in a notebook when
+  ipywidgets is installed, else a text bar);
+* otherwise (threads, processes, synchronous) → ``dask.compute`` under
+  ``dask.diagnostics.ProgressBar``.
+
+>>> import dask.array as da
+>>> compute(da.ones(4, chunks=2).sum(), progress=False)
+(np.float64(4.0),)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+__all__ = ["compute", "current_client"]
+
+
+def current_client(*arrays: Any) -> Any:
+    """The ``distributed.Client`` dask would compute ``arrays`` on, or None.
+
+    Follows dask's own choice (``dask.config`` ``scheduler=``, then the current client), and
+    never imports distributed when nothing has imported it yet: then no client can exist.
+    """
+    if "distributed" not in sys.modules:
+        return None
+    from dask.base import get_scheduler
+    from distributed import Client
+
+    scheduler = get_scheduler(collections=list(arrays) or None)
+    owner = getattr(scheduler, "__self__", None)
+    return owner if isinstance(owner, Client) else None
+
+
+def _has_widgets() -> bool:
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+def compute(*arrays: Any, progress: bool = True, **kwargs: Any) -> tuple[Any, ...]:
+    """Compute dask collections together, showing progress; returns a tuple of results.
+
+    Parameters
+    ----------
+    *arrays : dask collections
+        Computed in one graph, so shared reads (the same chunks of one cube) happen once.
+    progress : bool
+        Show a progress bar: ``distributed.progress`` when a client is the scheduler in use,
+        else ``dask.diagnostics.ProgressBar``.
+    **kwargs
+        Passed to ``dask.compute`` (local schedulers) or ``client.compute``.
+    """
+    import dask
+
+    client = current_client(*arrays)
+    if client is None:
+        if not progress:
+            return dask.compute(*arrays, **kwargs)
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            return dask.compute(*arrays, **kwargs)
+
+    futures = client.compute(list(arrays), **kwargs)
+    if progress:
+        from distributed import progress as show
+        from distributed.utils import is_kernel
+
+        notebook = bool(is_kernel()) and _has_widgets()
+        bar = show(futures, notebook=notebook)
+        if notebook and bar is not None:
+            from IPython.display import display
+
+            display(bar)
+    return tuple(client.gather(futures))

@@ -1,0 +1,384 @@
+"""Quick-look figures of images and cubes: moment-0 map, integrated spectrum, channel maps.
+
+By default a quick look reads a *decimated* view — ``hdu.section[::s0, ::s1, ::s2]`` with
+strides chosen so that at most ``max_bytes`` of the file are touched (counted in 4 KiB pages
+for local files, whole planes for remote ones) — and says so on the figure. ``full=True``
+reduces every value with the fused dask kernels instead.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects on the Agg canvas: pyplot is never
+imported, nothing is shown, and Jupyter displays the returned figure.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["decimation", "plot_channel_maps", "quicklook", "touched_bytes"]
+
+PAGE = 4096
+MAX_BYTES = 256 * 2**20
+
+
+def touched_bytes(
+    shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...], page: int = PAGE
+) -> int:
+    """Bytes of the pages a C-ordered ``array[::steps]`` view touches (an estimate).
+
+    Works outwards from the fastest axis: a run of selected items whose spacing is under a
+    page shares pages; once the spacing reaches a page each item costs its own pages.
+
+    >>> touched_bytes((64, 256, 256), 4, (1, 1, 1)) == 64 * 256 * 256 * 4
+    True
+    >>> touched_bytes((64, 256, 256), 4, (4, 1, 1)) == 16 * 256 * 256 * 4
+    True
+    """
+    pages = 1.0  # pages touched by one selected item of the axis below
+    extent = itemsize  # bytes spanned by one item of the axis below
+    stride = itemsize  # bytes between consecutive indices of the current axis
+    for n, s in zip(reversed(shape), reversed(steps), strict=True):
+        count = -(-n // s)
+        spacing = s * stride
+        if spacing >= page or extent >= page:
+            pages = count * pages
+        else:
+            pages = min(count * pages, math.ceil(((count - 1) * spacing + extent) / page))
+        extent = (count - 1) * spacing + extent
+        stride *= n
+    return int(pages * page) if shape else itemsize
+
+
+def _remote_bytes(shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...]) -> int:
+    # remote reads fetch the bounding box of each selected plane of the slowest axis
+    if len(shape) < 2:
+        return math.prod(shape) * itemsize
+    return -(-shape[0] // steps[0]) * math.prod(shape[1:]) * itemsize
+
+
+def decimation(
+    shape: tuple[int, ...],
+    itemsize: int,
+    max_bytes: int = MAX_BYTES,
+    *,
+    remote: bool = False,
+    keep: tuple[int, ...] | None = None,
+) -> tuple[int, ...]:
+    """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``.
+
+    Greedy: doubles the stride of the spectral axis, or of both image axes at once (square
+    pixels), whichever saves the most bytes, never leaving fewer than ``keep[i]`` samples on
+    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains.
+
+    >>> decimation((64, 256, 256), 4)
+    (1, 1, 1)
+    >>> s = decimation((512, 4096, 4096), 4)
+    >>> touched_bytes((512, 4096, 4096), 4, s) <= 256 * 2**20
+    True
+    """
+    shape = tuple(int(n) for n in shape)
+    if keep is None:
+        keep = (8,) * (len(shape) - 2) + (32, 32) if len(shape) >= 2 else (32,) * len(shape)
+
+    def cost(steps: tuple[int, ...]) -> int:
+        if remote:
+            return _remote_bytes(shape, itemsize, steps)
+        return touched_bytes(shape, itemsize, steps)
+
+    # moves: double one leading (spectral) axis, or both image axes together so pixels
+    # stay square
+    nd = len(shape)
+    moves = [(ax,) for ax in range(max(0, nd - 2))] + ([tuple(range(max(0, nd - 2), nd))])
+    show = (128,) * max(0, nd - 2) + (512,) * min(nd, 2)
+    steps = (1,) * nd
+    for strict in (True, False):
+        while cost(steps) > max_bytes:
+            best = None
+            for move in moves:
+                if all(steps[ax] >= shape[ax] for ax in move):
+                    continue
+                if strict and any(-(-shape[ax] // (steps[ax] * 2)) < keep[ax] for ax in move):
+                    continue
+                trial = tuple(
+                    min(s * 2, max(shape[ax], 1)) if ax in move else s for ax, s in enumerate(steps)
+                )
+                # ties: the axis furthest above what a figure can show
+                over = max(-(-shape[ax] // steps[ax]) / show[ax] for ax in move)
+                key = (cost(trial), -over)
+                if best is None or key < best[0]:
+                    best = (key, trial)
+            if best is None:
+                break
+            steps = best[1]
+    return steps
+
+
+def _is_remote(hdu: Any) -> bool:
+    return not hasattr(hdu.section.block.source, "identity")
+
+
+def _read(hdu: Any, steps: tuple[int, ...], lead: tuple[int, ...]) -> np.ndarray:
+    """The decimated data (physical values), leading extra axes fixed at ``lead``."""
+    section = hdu.section
+    sl = tuple(slice(None, None, s) for s in steps)
+    if not _is_remote(hdu) or len(steps) < 2:
+        return np.asarray(section[(*lead, *sl)], dtype=np.float64)
+    n0 = hdu.shape[len(lead)]
+    planes = [section[(*lead, i, *sl[1:])] for i in range(0, n0, steps[0])]
+    return np.asarray(np.stack(planes), dtype=np.float64)
+
+
+def _axis_values(header: Any, fits_axis: int, n: int, steps: int = 1) -> tuple[Any, str]:
+    """Linear world values along one axis from CRVAL/CDELT/CRPIX (pixel numbers if absent)."""
+    pix = np.arange(0, n, steps, dtype=np.float64)
+    crval = header.get(f"CRVAL{fits_axis}")
+    cdelt = header.get(f"CDELT{fits_axis}", header.get(f"CD{fits_axis}_{fits_axis}"))
+    if not isinstance(crval, int | float) or not isinstance(cdelt, int | float):
+        return pix, "channel"
+    crpix = header.get(f"CRPIX{fits_axis}", 1.0)
+    crpix = crpix if isinstance(crpix, int | float) else 1.0
+    values = crval + (pix + 1 - crpix) * cdelt
+    ctype = str(header.get(f"CTYPE{fits_axis}", "") or "").strip()
+    unit = str(header.get(f"CUNIT{fits_axis}", "") or "").strip()
+    if ctype.startswith("FREQ") and unit in ("Hz", ""):
+        return values / 1e9, f"{ctype} [GHz]"
+    return values, f"{ctype} [{unit}]" if unit else (ctype or "world")
+
+
+def _celestial_wcs(header: Any, steps: tuple[int, int]) -> Any:
+    """A 2-D celestial WCS sliced like the decimated image, or None."""
+    ctypes = [str(header.get(f"CTYPE{i}", "") or "") for i in (1, 2)]
+    if not all(c[:4] in ("RA--", "DEC-", "GLON", "GLAT", "ELON", "ELAT") for c in ctypes):
+        return None
+    try:
+        import warnings
+
+        from astropy.wcs import WCS, FITSFixedWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FITSFixedWarning)
+            wcs = WCS(header.to_astropy()).celestial
+        if not wcs.has_celestial:
+            return None
+        return wcs.slice((slice(None, None, steps[0]), slice(None, None, steps[1])))
+    except Exception:
+        return None
+
+
+def _figure(figsize: tuple[float, float]) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _image_axes(fig: Any, spec: Any, wcs: Any) -> Any:
+    args = spec if isinstance(spec, tuple) else (spec,)
+    if wcs is None:
+        ax = fig.add_subplot(*args)
+        ax.set_xlabel("x [pixel]")
+        ax.set_ylabel("y [pixel]")
+        return ax
+    ax = fig.add_subplot(*args, projection=wcs)
+    ax.coords[0].set_axislabel(str(wcs.wcs.ctype[0]).split("-")[0] or "lon")
+    ax.coords[1].set_axislabel(str(wcs.wcs.ctype[1]).split("-")[0] or "lat")
+    return ax
+
+
+def _limits(image: np.ndarray) -> tuple[float | None, float | None]:
+    finite = image[np.isfinite(image)]
+    if finite.size == 0:
+        return None, None
+    lo, hi = np.percentile(finite, [1.0, 99.5])
+    return float(lo), float(hi) if hi > lo else float(lo) + 1.0
+
+
+def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...], str]:
+    """(leading fixed indices, strides of the last ≤3 axes, a sentence about the read)."""
+    if not hdu.is_image or not hdu.shape:
+        raise ValueError(f"HDU {hdu.index} ({hdu.kind}) has no image data to look at")
+    shape = hdu.shape
+    lead = (0,) * max(0, len(shape) - 3)
+    tail = shape[len(lead) :]
+    itemsize = hdu.layout.decode.itemsize
+    total = math.prod(tail) * itemsize
+    if full:
+        return lead, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"
+    remote = _is_remote(hdu)
+    steps = decimation(tail, itemsize, max_bytes, remote=remote)
+    cost = (_remote_bytes if remote else touched_bytes)(tail, itemsize, steps)
+    if steps == (1,) * len(tail):
+        return lead, steps, f"full resolution: read {_mib(total)}"
+    stride = "×".join(str(s) for s in steps)
+    return (
+        lead,
+        steps,
+        f"decimated {stride} (section[{', '.join(f'::{s}' for s in steps)}]): "
+        f"touched ≈{_mib(min(cost, total))} of {_mib(total)}",
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
+    """A figure with the moment-0 map and the integrated spectrum of an image HDU.
+
+    Parameters
+    ----------
+    hdu : dfits.HDU
+        An image HDU: a cube (the slowest numpy axis is spectral), or a 2-D image (shown
+        alone). Extra leading axes (Stokes) are fixed at index 0.
+    full : bool
+        Reduce every value with dask (``nansum`` / ``nanmean`` kernels) instead of a
+        decimated read.
+    max_bytes : int
+        Upper bound on the bytes a decimated read touches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        On the Agg canvas; ``fig.savefig(...)`` or let Jupyter display it.
+    """
+    lead, steps, note = _plan(hdu, full, max_bytes)
+    header = hdu.header
+    bunit = str(header.get("BUNIT", "") or "").strip()
+    ndim = len(steps)
+    if ndim == 1:
+        raise ValueError("quicklook needs an image of 2 or more axes")
+    if full:
+        import dask.array as da
+
+        from dfits.jupyter.progress import compute
+
+        data = hdu.data[lead] if lead else hdu.data
+        if ndim == 3:
+            image, spectrum = compute(
+                da.nansum(data, axis=0), da.nanmean(data, axis=(1, 2)), progress=False
+            )
+        else:
+            (image,) = compute(data, progress=False)
+            spectrum = None
+    else:
+        cube = _read(hdu, steps, lead)
+        if ndim == 3:
+            with np.errstate(invalid="ignore"), _quiet():
+                image = np.nansum(cube, axis=0) * steps[0]
+                spectrum = np.nanmean(cube, axis=(1, 2))
+        else:
+            image, spectrum = cube, None
+    image = np.asarray(image, dtype=np.float64)
+    wcs = _celestial_wcs(header, steps[-2:])
+    name = f"HDU {hdu.index} {hdu.name}".strip()
+    if spectrum is None:
+        fig = _figure((6.0, 5.4))
+        ax = _image_axes(fig, 111, wcs)
+        vmin, vmax = _limits(image)
+        im = ax.imshow(image, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+        fig.colorbar(im, ax=ax, label=bunit or None)
+        ax.set_title(name)
+    else:
+        fig = _figure((11.0, 4.8))
+        grid = fig.add_gridspec(1, 2, width_ratios=(1.0, 1.2))
+        ax = _image_axes(fig, grid[0, 0], wcs)
+        vmin, vmax = _limits(image)
+        im = ax.imshow(image, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+        fig.colorbar(im, ax=ax, label=f"Σ {bunit} × channels" if bunit else "sum over channels")
+        ax.set_title(f"{name}: moment 0 (channel sum)")
+        sp = fig.add_subplot(grid[0, 1])
+        fits_axis = len(hdu.shape) - len(lead)
+        x, label = _axis_values(header, fits_axis, hdu.shape[len(lead)], steps[0])
+        sp.plot(x, spectrum, drawstyle="steps-mid", lw=1.0)
+        sp.set_xlabel(label)
+        sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean")
+        sp.set_title("integrated spectrum (spatial mean)")
+        sp.ticklabel_format(axis="x", useOffset=False)
+        sp.grid(alpha=0.3)
+    fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
+    return fig
+
+
+class _quiet:
+    """Silence numpy's all-NaN slice warnings (flagged channels are expected)."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._ctx.__exit__(*exc)
+
+
+def plot_channel_maps(
+    hdu: Any,
+    n: int = 9,
+    *,
+    ncols: int | None = None,
+    full: bool = False,
+    max_bytes: int = MAX_BYTES,
+) -> Any:
+    """A grid of ``n`` channel maps: the cube's channels split into ``n`` equal groups,
+    each panel the mean of its group, on one colour scale (read decimated unless ``full``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    lead, steps, note = _plan(hdu, full, max_bytes)
+    if len(steps) != 3:
+        raise ValueError("channel maps need a cube (3 or more axes)")
+    if full:
+        import dask.array as da
+
+        from dfits.jupyter.progress import compute
+
+        data = hdu.data[lead] if lead else hdu.data
+        groups = np.array_split(np.arange(data.shape[0]), min(n, data.shape[0]))
+        maps = compute(
+            *[da.nanmean(data[g[0] : g[-1] + 1], axis=0) for g in groups], progress=False
+        )
+        chans = list(groups)
+    else:
+        cube = _read(hdu, steps, lead)
+        groups = np.array_split(np.arange(cube.shape[0]), min(n, cube.shape[0]))
+        with _quiet():
+            maps = [np.nanmean(cube[g[0] : g[-1] + 1], axis=0) for g in groups]
+        chans = [g * steps[0] for g in groups]
+    header = hdu.header
+    fits_axis = len(hdu.shape) - len(lead)
+    values, label = _axis_values(header, fits_axis, hdu.shape[len(lead)])
+    ncols = ncols or math.ceil(math.sqrt(len(maps)))
+    nrows = math.ceil(len(maps) / ncols)
+    fig = _figure((2.6 * ncols + 0.8, 2.6 * nrows + 0.4))
+    stack = np.stack([np.asarray(m, dtype=np.float64) for m in maps])
+    vmin, vmax = _limits(stack)
+    wcs = _celestial_wcs(header, steps[-2:])
+    im = None
+    for k, (m, ch) in enumerate(zip(stack, chans, strict=True)):
+        ax = _image_axes(fig, (nrows, ncols, k + 1), wcs)
+        im = ax.imshow(m, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+        lo, hi = values[ch[0]], values[ch[-1]]
+        unit = label.split("[")[-1].rstrip("]") if "[" in label else ""
+        ax.set_title(f"ch {ch[0]}–{ch[-1]}: {lo:.4f}–{hi:.4f} {unit}", fontsize=8)
+        if wcs is not None:
+            ax.coords[0].set_ticks(number=3)
+            ax.coords[1].set_ticks(number=3)
+            ax.coords[0].set_ticklabel_visible(k // ncols == nrows - 1)
+            ax.coords[1].set_ticklabel_visible(k % ncols == 0)
+            ax.coords[0].set_axislabel("")
+            ax.coords[1].set_axislabel("")
+        else:
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+    bunit = str(header.get("BUNIT", "") or "").strip()
+    fig.colorbar(im, ax=fig.axes, shrink=0.8, label=f"mean [{bunit}]" if bunit else "mean")
+    fig.suptitle(f"HDU {hdu.index} {hdu.name}: {len(maps)} channel maps", fontsize=10)
+    fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
+    return fig
