@@ -1,0 +1,120 @@
+"""Cube science on a float32 (channel, y, x) cube: moment-0 and moment-1 maps and a spectrum.
+
+The spectral axis is ``v = CRVAL3 + CDELT3 * channel`` (km/s); moment 1 is the
+intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the spectrum sums
+every channel over y and x. Tools: ``dfits`` (dask on ``hdu.data``), ``astropy-eager``
+(``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
+matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
+moment 0 and the spectrum; it has none for moment 1).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from . import TINY, compare, image_bytes, image_file, prewarm, require
+
+TOOLS = ["dfits", "astropy-eager", "spectral-cube", "LIMIT"]
+OPS = ["moment0", "moment1", "spectrum"]
+CRVAL3, CDELT3 = -50.0, 0.5
+
+
+def cube_shape(pixels: int, nchan: int) -> list[int]:
+    ny = 2 ** (int(np.log2(max(pixels, 1))) // 2)
+    return [nchan, ny, max(1, pixels // ny)]
+
+
+def velocities(nchan: int) -> np.ndarray:
+    return CRVAL3 + CDELT3 * np.arange(nchan)
+
+
+def numpy_op(op: str, a: np.ndarray):
+    if op == "spectrum":
+        return a.sum(axis=(1, 2))
+    m0 = a.sum(axis=0)
+    if op == "moment0":
+        return m0
+    v = velocities(a.shape[0]).astype(a.dtype)
+    return np.tensordot(v, a, axes=1) / m0
+
+
+def wcs_for(shape: list[int]):
+    from astropy.wcs import WCS
+
+    w = WCS(naxis=3)
+    w.wcs.ctype = ["RA---SIN", "DEC--SIN", "VRAD"]
+    w.wcs.cunit = ["deg", "deg", "km/s"]
+    w.wcs.crpix = [shape[2] / 2, shape[1] / 2, 1]
+    w.wcs.crval = [180.0, 0.0, CRVAL3]
+    w.wcs.cdelt = [-1e-4, 1e-4, CDELT3]
+    return w
+
+
+def build(tool: str, op: str, path: str, meta: dict):
+    """A zero-argument callable doing the timed work; its setup is done here, untimed."""
+    if tool == "LIMIT":
+        if op == "moment1":
+            raise NotImplementedError("compare.py has no LIMIT kernel for moment 1")
+        kernel = compare.limit_kernels()[op]
+        shape = tuple(meta["shape"])
+        return lambda: kernel(np.memmap(path, np.uint32, "r", meta["offset"], shape), meta)
+    if tool == "dfits":
+        import dfits
+
+        def run():
+            x = dfits.open(path)[0].data
+            if op == "spectrum":
+                return x.sum(axis=(1, 2)).compute()
+            if op == "moment0":
+                return x.sum(axis=0).compute()
+            v = velocities(x.shape[0]).astype(x.dtype)[:, None, None]
+            return ((x * v).sum(axis=0) / x.sum(axis=0)).compute()
+
+        return run
+    from astropy.io import fits
+
+    if tool == "astropy-eager":
+        return lambda: numpy_op(op, fits.getdata(path, memmap=False))
+    require("spectral_cube")
+    from spectral_cube import SpectralCube
+
+    wcs = wcs_for(meta["shape"])
+
+    def run_sc():
+        cube = SpectralCube(data=fits.getdata(path, memmap=False), wcs=wcs)
+        if op == "spectrum":
+            return cube.sum(axis=(1, 2))
+        return cube.moment0() if op == "moment0" else cube.moment1()
+
+    return run_sc
+
+
+class CubeScience:
+    params: ClassVar[list] = [TOOLS, OPS]
+    param_names: ClassVar[list] = ["tool", "op"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        pixels = image_bytes() // 2 // (4 * 256)
+        full = {"shape": [16, 8, 16] if TINY else cube_shape(pixels, 256), "bitpix": -32}
+        warm = {"shape": [4, 8, 16], "bitpix": -32}
+        return (*image_file("cube-data", "cube", full), *image_file("cube-warm", "cube", warm))
+
+    setup_cache.timeout = 1200
+
+    def setup(self, files, tool, op):
+        path, meta, warm, warm_meta = files
+        build(tool, op, warm, warm_meta)()  # imports, Numba compilation, dask start-up
+        self.run = build(tool, op, path, meta)
+        prewarm(path)
+
+    def time_cube(self, files, tool, op):
+        return self.run()
+
+    def peakmem_cube(self, files, tool, op):
+        return self.run()

@@ -1,0 +1,719 @@
+"""Side-by-side timing of dfits against the usual ways of reducing big FITS files.
+
+    python benchmarks/compare.py --size 2GiB [--runs 5] [--cases sum,nanmean16,moment0,spectrum,
+        stamps,headers] [--markdown docs/performance.md] [--tmpdir DIR]
+
+Cases (``mean`` and ``std`` exist too, outside the default set): ``sum``/``mean``/``std`` of a
+float64 2-D image of ``--size`` bytes; ``nanmean16`` of a BITPIX=16 image of size/4 (BSCALE=0.5,
+BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0`` (axis 0) and ``spectrum`` (axes 1,2) sums
+of a float32 cube (256, ny, nx) of size/2; ``stamps``: 1000 random 32x32 cut-outs (fixed seed)
+from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10 int16 HDUs.
+
+Methodology
+
+* Files are generated once (big-endian data written in 32 MiB slabs) and reused from
+  ``--tmpdir`` when one of the same size and layout is there.
+* Every timed run is a fresh ``python`` subprocess (``compare.py --worker CASE TOOL PATH WARM``).
+  It first runs the same operation on a tiny file of the same type (imports, Numba compilation,
+  dask start-up are not timed), then times only the operation on the real file with
+  ``time.perf_counter`` and reports it, its peak RSS (``ru_maxrss``: the whole process,
+  interpreter included; touched pages of memory-mapped files count too) and result values.
+* Right before each run the parent reads the whole file in 64 MiB blocks, so every run starts
+  from a warm page cache (this VM evicts idle cache after ~60 s).
+* Runs are interleaved: round r runs every tool once, in an order rotated by r, so drift of the
+  machine hits all tools alike. Tables give median/min/max seconds over the rounds, the rate at
+  the median (data bytes / median; stamps/s, HDUs/s) and the largest peak RSS.
+* ``LIMIT`` is a hand-written Numba kernel (``parallel``, ``nogil``, ``fastmath`` reassoc/nsz,
+  ``prange`` over blocks) on a native unsigned ``np.memmap`` of the data, byte-swapping in
+  registers with the ``dfits.kernels._swap`` intrinsics; it is told the layout and parses
+  nothing. ``numpy-native`` reduces an in-memory native array loaded before timing (for
+  ``nanmean16``: the physical float32 values with NaN for blanks, twice the stored size).
+* astropy 8 refuses ``memmap=True`` on scaled data, so the memmap tools use ``fits.open``'s
+  default (memory-mapped where astropy can, converted in memory where it cannot).
+* Results are cross-checked against ``numpy-native`` (else ``astropy-eager``, else ``LIMIT``)
+  at rtol 1e-5; failures (``n/a``) and mismatches are listed under each table.
+* Ratios: ``dfits vs X`` = median(X) / median(dfits), above 1 when dfits is faster;
+  ``% of LIMIT`` = median(LIMIT) / median(dfits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import functools
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+TOOLS = (
+    "LIMIT",
+    "numpy-native",
+    "astropy-eager",
+    "astropy-memmap",
+    "fitsio",
+    "dask-from-array",
+    "dfits",
+)
+REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum")
+ALL_CASES = (*REDUCTIONS, "stamps", "headers")
+DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
+FILE_OF = {
+    "sum": "f8img",
+    "mean": "f8img",
+    "std": "f8img",
+    "nanmean16": "i2img",
+    "moment0": "cube",
+    "spectrum": "cube",
+    "stamps": "stamps",
+    "headers": "headers",
+}
+NOT_APPLICABLE = {
+    ("stamps", "dask-from-array"),
+    ("headers", "numpy-native"),
+    ("headers", "astropy-eager"),
+    ("headers", "dask-from-array"),
+}
+MARK = "@@RESULT "
+BLOCK = 2880
+SLAB = 32 << 20
+STAMP = 32
+HOW = {  # what each tool does, by tool or by (case, tool)
+    "LIMIT": "Numba kernel on native uint memmap, bswap in registers",
+    "numpy-native": "numpy on a preloaded native array (load not timed)",
+    "astropy-eager": "fits.getdata(memmap=False) + numpy",
+    "astropy-memmap": "fits.open(path)[0].data (default memmap) + numpy",
+    "fitsio": "fitsio.read + numpy",
+    "dfits": "dfits.open(path)[0].data + dask .compute()",
+    "dask-from-array": "da.from_array(fits.open(path)[0].data, chunks='auto') + dask",
+    ("nanmean16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nanmean",
+    ("stamps", "LIMIT"): "np.memmap('>f4') slice .astype(native)",
+    ("stamps", "numpy-native"): "slice copy of a preloaded native array",
+    ("stamps", "astropy-eager"): "fits.getdata then slice",
+    ("stamps", "astropy-memmap"): "fits.open(path)[0].section[...]",
+    ("stamps", "fitsio"): "fitsio.FITS(path)[0][y:y+32, x:x+32]",
+    ("stamps", "dfits"): "dfits.open(path)[0].section[...]",
+    ("headers", "LIMIT"): "pure-Python 2880-byte block scan, cards into dicts",
+    ("headers", "astropy-memmap"): "fits.open, len(hdu.header) for every HDU",
+    ("headers", "fitsio"): "fitsio.FITS, len(hdu.read_header()) for every HDU",
+    ("headers", "dfits"): "dfits.open, len(h.header) for every HDU",
+}
+
+
+def parse_size(text: str) -> int:
+    """'2GiB' -> 2147483648; also accepts kB/MB/GB (powers of 1000) and plain bytes."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*([kKMGT]?)(i?)[bB]?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}")
+    power = " KMGT".index(m[2].upper() or " ")
+    return int(float(m[1]) * (1024 if m[3] else 1000) ** power)
+
+
+def layout(kind: str, size: int, warm: bool) -> dict:
+    """Shape, BITPIX and extra cards of one generated file (numpy axis order)."""
+    if kind == "f8img":
+        return {"shape": [16 if warm else max(1, size // (8 * 4096)), 4096], "bitpix": -64}
+    if kind == "i2img":
+        cards = {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+        return {
+            "shape": [16 if warm else max(1, size // 4 // (2 * 4096)), 4096],
+            "bitpix": 16,
+            **cards,
+        }
+    if kind == "cube":
+        nchan = 16 if warm else 256
+        pix = 1024 if warm else max(1, size // 2 // (4 * nchan))
+        ny = 2 ** (int(math.log2(pix)) // 2)
+        return {"shape": [nchan, ny, max(1, pix // ny)], "bitpix": -32}
+    if kind == "stamps":
+        return {
+            "shape": [256, 256] if warm else [4000, 4000],
+            "bitpix": -32,
+            "nstamps": 10 if warm else 1000,
+        }
+    return {"nhdu": 20 if warm else 10_000}
+
+
+def header_bytes(cards: list) -> bytes:
+    from astropy.io import fits
+
+    return fits.Header(cards).tostring().encode("ascii")
+
+
+def fill(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    if kind == "f8img":
+        return rng.random(n)
+    if kind == "i2img":
+        data = rng.integers(-32000, 32001, n, dtype=np.int16)
+        data[rng.integers(0, n, max(1, n // 100))] = -32768
+        return data
+    return rng.random(n, dtype=np.float32)
+
+
+def write_image(path: Path, kind: str, meta: dict) -> None:
+    shape, bitpix = meta["shape"], meta["bitpix"]
+    cards = [("SIMPLE", True), ("BITPIX", bitpix), ("NAXIS", len(shape))]
+    cards += [(f"NAXIS{i + 1}", n) for i, n in enumerate(reversed(shape))]
+    cards += [(k, meta[k]) for k in ("BSCALE", "BZERO", "BLANK") if k in meta]
+    head = header_bytes(cards)
+    be = np.dtype({-64: "f8", -32: "f4", 16: "i2"}[bitpix]).newbyteorder(">")
+    n, step = math.prod(shape), SLAB // be.itemsize
+    rng = np.random.default_rng(12345)
+    with open(path, "wb") as f:
+        f.write(head)
+        for start in range(0, n, step):
+            fill(kind, rng, min(step, n - start)).astype(be).tofile(f)
+        f.write(b"\0" * (-f.tell() % BLOCK))
+    meta.update(offset=len(head), data_bytes=n * be.itemsize)
+
+
+def write_headers(path: Path, meta: dict) -> None:
+    data = np.arange(100, dtype=">i2").tobytes()
+    data += b"\0" * (-len(data) % BLOCK)
+    with open(path, "wb") as f:
+        for i in range(meta["nhdu"]):
+            first = [("SIMPLE", True)] if i == 0 else [("XTENSION", "IMAGE")]
+            cards = [*first, ("BITPIX", 16), ("NAXIS", 2), ("NAXIS1", 10), ("NAXIS2", 10)]
+            cards += (
+                [("EXTEND", True)]
+                if i == 0
+                else [("PCOUNT", 0), ("GCOUNT", 1), ("EXTNAME", "SCI"), ("EXTVER", i)]
+            )
+            f.write(header_bytes(cards) + data)
+    meta["data_bytes"] = path.stat().st_size
+
+
+def ensure_file(tmpdir: Path, kind: str, size: int, warm: bool) -> Path:
+    """Create (or reuse) one test file; its layout goes to a ``.json`` sidecar."""
+    tag = "warm" if warm else (str(size) if kind in ("f8img", "i2img", "cube") else "full")
+    path = tmpdir / f"dfits-bench-{kind}-{tag}.fits"
+    side = path.with_suffix(".json")
+    meta = layout(kind, size, warm)
+    if path.exists() and side.exists():
+        old = json.loads(side.read_text())
+        if old.get("file_bytes") == path.stat().st_size and all(
+            old[k] == v for k, v in meta.items()
+        ):
+            return path
+    print(f"writing {path} ...", file=sys.stderr, flush=True)
+    part = path.with_suffix(".part")
+    write_headers(part, meta) if kind == "headers" else write_image(part, kind, meta)
+    meta["file_bytes"] = part.stat().st_size
+    os.replace(part, path)
+    side.write_text(json.dumps(meta))
+    return path
+
+
+def preread(path: Path) -> None:
+    """Pull the whole file into the page cache."""
+    buf = bytearray(64 << 20)
+    with open(path, "rb", buffering=0) as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+        while f.readinto(buf):
+            pass
+
+
+@functools.cache
+def limit_kernels() -> dict:
+    """Serial Numba loops over contiguous blocks (so LLVM vectorises them), run by ``prange``."""
+    from numba import njit, prange
+
+    from dfits.kernels._swap import load_f4, load_f8, load_i2
+
+    fm = {"reassoc", "nsz"}
+    par, ser = njit(parallel=True, nogil=True, fastmath=fm), njit(nogil=True, fastmath=fm)
+    blk = 1 << 16
+
+    def summer(load):
+        @ser
+        def add(s):
+            acc = 0.0
+            for i in range(s.size):
+                acc += load(s[i])
+            return acc
+
+        return add
+
+    sum_f8, sum_f4 = summer(load_f8), summer(load_f4)
+
+    @ser
+    def shifted_f8(s, k):  # sums of (x - k) and (x - k)**2: one pass, no cancellation
+        a1 = a2 = 0.0
+        for i in range(s.size):
+            d = load_f8(s[i]) - k
+            a1 += d
+            a2 += d * d
+        return a1, a2
+
+    @ser
+    def valid_i2(s, blank):
+        acc = cnt = 0
+        for i in range(s.size):
+            v = load_i2(s[i])
+            ok = v != blank
+            acc += v if ok else 0
+            cnt += ok
+        return acc, cnt
+
+    @par
+    def total(u):
+        part = np.zeros((u.size + blk - 1) // blk)
+        for b in prange(part.size):
+            part[b] = sum_f8(u[b * blk : (b + 1) * blk])
+        return part.sum()
+
+    @par
+    def std(u):
+        k, nb = load_f8(u[0]), (u.size + blk - 1) // blk
+        s1, s2 = np.zeros(nb), np.zeros(nb)
+        for b in prange(nb):
+            s1[b], s2[b] = shifted_f8(u[b * blk : (b + 1) * blk], k)
+        mean = s1.sum() / u.size
+        return math.sqrt(max(s2.sum() / u.size - mean * mean, 0.0))
+
+    @par
+    def nanmean(u, blank, scale, zero):
+        nb = (u.size + blk - 1) // blk
+        tot, cnt = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
+        for b in prange(nb):
+            tot[b], cnt[b] = valid_i2(u[b * blk : (b + 1) * blk], blank)
+        return (scale * tot.sum() + zero * cnt.sum()) / cnt.sum()
+
+    @ser
+    def plane_rows(u, y, acc):  # acc[x] += u[c, y, x] over all c
+        for c in range(u.shape[0]):
+            for x in range(u.shape[2]):
+                acc[x] += load_f4(u[c, y, x])
+
+    @par
+    def moment0(u):
+        out = np.empty(u.shape[1:], np.float32)
+        for y in prange(u.shape[1]):
+            acc = np.zeros(u.shape[2])
+            plane_rows(u, y, acc)
+            out[y, :] = acc
+        return out
+
+    @par
+    def spectrum(u):
+        out = np.empty(u.shape[0])
+        for c in prange(u.shape[0]):
+            out[c] = sum_f4(u[c])
+        return out
+
+    return {
+        "sum": lambda u, m: total(u),
+        "mean": lambda u, m: total(u) / u.size,
+        "std": lambda u, m: std(u),
+        "moment0": lambda u, m: moment0(u),
+        "nanmean16": lambda u, m: nanmean(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
+        "spectrum": lambda u, m: spectrum(u.reshape(u.shape[0], -1)),
+    }
+
+
+def numpy_reduce(case: str, a):
+    """The case's reduction with numpy (or dask) array methods."""
+    if case == "nanmean16":
+        return np.nanmean(a)
+    if case in ("sum", "mean", "std"):
+        return getattr(a, case)()
+    return a.sum(axis=0 if case == "moment0" else (1, 2))
+
+
+def dask_reduce(case: str, x):
+    import dask.array as da
+
+    return (da.nanmean(x) if case == "nanmean16" else numpy_reduce(case, x)).compute()
+
+
+def native(path: str, m: dict) -> np.ndarray:
+    """Physical values as a native in-memory array (the ``numpy-native`` input)."""
+    be = np.dtype({-64: "f8", -32: "f4", 16: "i2"}[m["bitpix"]]).newbyteorder(">")
+    raw = np.fromfile(path, be, math.prod(m["shape"]), offset=m["offset"]).reshape(m["shape"])
+    if m["bitpix"] != 16:
+        return raw.astype(be.newbyteorder("="))
+    out = raw.astype(np.float32) * np.float32(m["BSCALE"]) + np.float32(m["BZERO"])
+    out[raw == m["BLANK"]] = np.nan
+    return out
+
+
+def fitsio_read(path: str, m: dict) -> np.ndarray:
+    import fitsio
+
+    a = fitsio.read(path)
+    if "BLANK" in m:  # fitsio scales but does not turn BLANK into NaN
+        a[a == np.float32(m["BLANK"] * m["BSCALE"] + m["BZERO"])] = np.nan
+    return a
+
+
+def reduction_op(case: str, tool: str, path: str, m: dict):
+    """Return a zero-argument callable doing the timed work (setup done here, untimed)."""
+    if tool == "LIMIT":
+        kern = limit_kernels()[case]
+        udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
+        shape = tuple(m["shape"]) if case in ("moment0", "spectrum") else (math.prod(m["shape"]),)
+        return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
+    if tool == "numpy-native":
+        a = native(path, m)
+        return lambda: numpy_reduce(case, a)
+    if tool == "fitsio":
+        return lambda: numpy_reduce(case, fitsio_read(path, m))
+    if tool == "dfits":
+        import dfits
+
+        return lambda: dask_reduce(case, dfits.open(path)[0].data)
+    from astropy.io import fits
+
+    if tool == "astropy-eager":
+        return lambda: numpy_reduce(case, fits.getdata(path, memmap=False))
+
+    def run():
+        with fits.open(path) as hl:  # memmap=True would refuse scaled data
+            if tool == "astropy-memmap":
+                return numpy_reduce(case, hl[0].data)
+            import dask.array as da
+
+            return dask_reduce(case, da.from_array(hl[0].data, chunks="auto"))
+
+    return run
+
+
+def stamps_op(tool: str, path: str, m: dict):
+    ny, nx = m["shape"]
+    pos = np.random.default_rng(7).integers(0, [ny - STAMP, nx - STAMP], (m["nstamps"], 2))
+    cuts = [(slice(y, y + STAMP), slice(x, x + STAMP)) for y, x in pos.tolist()]
+    if tool == "numpy-native":
+        a = native(path, m)
+        return lambda: [a[c].copy() for c in cuts]
+    if tool == "LIMIT":
+        return lambda: [
+            s[c].astype(np.float32)
+            for s in [np.memmap(path, ">f4", "r", m["offset"], (ny, nx))]
+            for c in cuts
+        ]
+    if tool == "fitsio":
+        import fitsio
+
+        return lambda: [h[c] for h in [fitsio.FITS(path)[0]] for c in cuts]
+    if tool == "dfits":
+        import dfits
+
+        return lambda: [s[c] for s in [dfits.open(path)[0].section] for c in cuts]
+    from astropy.io import fits
+
+    if tool == "astropy-eager":
+        return lambda: [a[c].copy() for a in [fits.getdata(path, memmap=False)] for c in cuts]
+    return lambda: [s[c] for s in [fits.open(path)[0].section] for c in cuts]
+
+
+def scan_headers(path: str) -> int:
+    """Minimal reader: cards of every header into a dict, data skipped by its size."""
+    nhdu = 0
+    with open(path, "rb") as f:
+        end = os.fstat(f.fileno()).st_size
+        while f.tell() < end:
+            cards: dict[bytes, bytes] = {}
+            while b"END" not in cards:
+                block = f.read(BLOCK)
+                for i in range(0, BLOCK, 80):
+                    cards.setdefault(block[i : i + 8].rstrip(), block[i + 10 : i + 80])
+            axes = [int(cards[b"NAXIS%d" % k]) for k in range(1, int(cards[b"NAXIS"]) + 1)]
+            size = (
+                abs(int(cards[b"BITPIX"]))
+                // 8
+                * int(cards.get(b"GCOUNT", 1))
+                * (int(cards.get(b"PCOUNT", 0)) + (math.prod(axes) if axes else 0))
+            )
+            f.seek(size + (-size % BLOCK), os.SEEK_CUR)
+            nhdu += len(cards) > 0
+    return nhdu
+
+
+def headers_op(tool: str, path: str, m: dict):
+    if tool == "LIMIT":
+        return lambda: scan_headers(path)
+    if tool == "fitsio":
+        import fitsio
+
+        return lambda: [len(h.read_header()) for h in fitsio.FITS(path)]
+    if tool == "dfits":
+        import dfits
+
+        return lambda: [len(h.header) for h in dfits.open(path)]
+    from astropy.io import fits
+
+    def run():
+        with fits.open(path) as hl:
+            return [len(h.header) for h in hl]
+
+    return run
+
+
+def check_values(case: str, res) -> list[float]:
+    if case == "headers":
+        return [float(res if isinstance(res, int) else len(res))]
+    if case == "stamps":
+        return [float(sum(np.sum(s, dtype=np.float64) for s in res)), float(len(res))]
+    flat = np.asarray(res, dtype=np.float64).ravel()
+    return [float(flat.sum()), float(flat[0]), float(flat[flat.size // 2]), float(flat[-1])]
+
+
+def worker(case: str, tool: str, path: str, warm: str) -> None:
+    make = {"stamps": stamps_op, "headers": headers_op}.get(case)
+    build = make or (lambda t, p, m: reduction_op(case, t, p, m))
+    for p in (warm, path):
+        op = build(tool, p, json.loads(Path(p).with_suffix(".json").read_text()))
+        spy = contextlib.nullcontext()
+        if "numba" in sys.modules:  # count JIT compilations that land inside the timed region
+            from numba.core import event
+
+            spy = event.install_recorder("numba:compile")
+        with spy as compiled:
+            t0 = time.perf_counter()
+            res = op()
+            dt = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    jit = len(compiled.buffer) // 2 if compiled else 0
+    print(
+        MARK
+        + json.dumps({"seconds": dt, "rss_mb": rss, "check": check_values(case, res), "jit": jit})
+    )
+
+
+def run_one(case: str, tool: str, path: Path, warm: Path, timeout: float) -> dict:
+    preread(path)
+    cmd = [sys.executable, __file__, "--worker", case, tool, str(path), str(warm)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            return json.loads(line[len(MARK) :])
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    return {"error": lines[-1] if lines else f"exit status {proc.returncode}"}
+
+
+def measure(case: str, tmpdir: Path, size: int, runs: int, timeout: float) -> dict:
+    kind = FILE_OF[case]
+    path, warm = ensure_file(tmpdir, kind, size, False), ensure_file(tmpdir, kind, size, True)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    tools = [t for t in TOOLS if (case, t) not in NOT_APPLICABLE]
+    out = {t: {"times": [], "rss": [], "check": None, "error": None} for t in tools}
+    for r in range(runs):
+        for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
+            rec = out[tool]
+            if rec["error"]:
+                continue
+            got = run_one(case, tool, path, warm, timeout)
+            if "error" in got:
+                rec["error"] = got["error"]
+                continue
+            rec["times"].append(got["seconds"])
+            rec["rss"].append(got["rss_mb"])
+            rec["check"] = got["check"]
+            rec["jit"] = max(rec.get("jit", 0), got["jit"])
+            print(
+                f"  {case:10s} round {r + 1}/{runs} {tool:16s} {got['seconds']:9.4f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return {"meta": meta, "tools": out, "notes": cross_check(out)}
+
+
+def cross_check(out: dict) -> list[str]:
+    ref = next(
+        (
+            t
+            for t in ("numpy-native", "astropy-eager", "LIMIT")
+            if t in out and out[t]["check"] is not None
+        ),
+        None,
+    )
+    notes = [f"{t}: n/a -- {rec['error']}" for t, rec in out.items() if rec["error"]]
+    notes += [
+        f"{t}: {rec['jit']} Numba compilation(s) inside the timed region"
+        for t, rec in out.items()
+        if rec.get("jit")
+    ]
+    for tool, rec in out.items():
+        if (
+            ref
+            and rec["check"] is not None
+            and not np.allclose(rec["check"], out[ref]["check"], rtol=1e-5, atol=1e-12)
+        ):
+            rec["mismatch"] = True
+            notes.append(f"{tool}: MISMATCH vs {ref}: {rec['check']} != {out[ref]['check']}")
+    return notes
+
+
+def describe(case: str, meta: dict) -> tuple[str, float, str]:
+    """Title, work amount and unit for the rate column."""
+    if case == "headers":
+        return f"{meta['nhdu']} image HDUs (10x10 int16)", meta["nhdu"], "HDU/s"
+    if case == "stamps":
+        return (
+            f"{meta['nstamps']} stamps 32x32 from {meta['shape']} float32",
+            meta["nstamps"],
+            "stamp/s",
+        )
+    dt = {-64: "float64", -32: "float32", 16: "int16 BSCALE/BZERO/BLANK"}[meta["bitpix"]]
+    shape = "x".join(map(str, meta["shape"]))
+    return f"{dt} {shape}, {meta['data_bytes'] / 1e6:.0f} MB", meta["data_bytes"] / 1e9, "GB/s"
+
+
+def rows(case: str, res: dict) -> list[list[str]]:
+    _, work, _ = describe(case, res["meta"])
+    table = []
+    for tool, rec in res["tools"].items():
+        how = HOW.get((case, tool), HOW[tool])
+        if not rec["times"]:
+            table.append([tool, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", how])
+            continue
+        med = statistics.median(rec["times"])
+        ok = "MISMATCH" if rec.get("mismatch") else "ok"
+        table.append(
+            [
+                tool,
+                f"{med:.4f}",
+                f"{min(rec['times']):.4f}",
+                f"{max(rec['times']):.4f}",
+                f"{work / med:.3g}",
+                f"{max(rec['rss']):.0f}",
+                ok,
+                how,
+            ]
+        )
+    return table
+
+
+def ratios(results: dict) -> tuple[list[str], list[list[str]]]:
+    others = [t for t in TOOLS if t not in ("dfits", "LIMIT")]
+    head = ["case", *[f"dfits vs {t}" for t in others], "dfits % of LIMIT"]
+    body = []
+    for case, res in results.items():
+        med = {t: statistics.median(r["times"]) for t, r in res["tools"].items() if r["times"]}
+        d = med.get("dfits")
+        row = [case] + [f"{med[t] / d:.2f}x" if d and t in med else "n/a" for t in others]
+        body.append([*row, f"{100 * med['LIMIT'] / d:.0f}%" if d and "LIMIT" in med else "n/a"])
+    return head, body
+
+
+HEAD = ["tool", "median s", "min s", "max s", "rate", "peak RSS MB", "check", "how"]
+
+
+def text_table(head: list[str], body: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [head, *body]) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *body]
+    )
+
+
+def md_table(head: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+
+def machine() -> list[str]:
+    info = {
+        ln.split(":")[0].strip(): ln.split(":", 1)[1].strip()
+        for name in ("meminfo", "cpuinfo")
+        for ln in reversed(Path(f"/proc/{name}").read_text().splitlines())
+        if ":" in ln
+    }
+    cpu, ram = platform.processor() or info.get("model name", "?"), int(info["MemTotal"].split()[0])
+    libs = []
+    for name in ("numpy", "numba", "dask", "astropy", "fitsio", "dfits"):
+        try:
+            libs.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            libs.append(f"{name} missing")
+    return [
+        f"- CPU: {cpu}; `os.cpu_count()` = {os.cpu_count()}; RAM {ram / 2**20:.1f} GiB",
+        f"- {platform.platform()}; Python {platform.python_version()}; {', '.join(libs)}",
+        "- load average (1, 5, 15 min) when the report was written: "
+        + ", ".join(f"{v:.2f}" for v in os.getloadavg()),
+    ]
+
+
+def markdown(results: dict, argv: list[str], started: str) -> str:
+    doc = __doc__.split("Methodology", 1)[1].strip().replace("``", "`")
+    out = [
+        "# dfits performance",
+        "",
+        "## How measured",
+        "",
+        f"Command: `python benchmarks/compare.py {shlex.join(argv)}`  ",
+        f"Date: {started}",
+        "",
+        *machine(),
+        "",
+        doc,
+        "",
+    ]
+    for case, res in results.items():
+        title, _, unit = describe(case, res["meta"])
+        body = rows(case, res)
+        out += [f"## {case}: {title}", "", md_table([*HEAD[:4], unit, *HEAD[5:]], body), ""]
+        out += [f"- {n}" for n in res["notes"]] + ([""] if res["notes"] else [])
+    out += [
+        "## Ratios",
+        "",
+        "Speed-up of dfits = median(other) / median(dfits); "
+        "% of LIMIT = median(LIMIT) / median(dfits).",
+        "",
+        md_table(*ratios(results)),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        worker(*argv[1:5])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="2GiB", type=parse_size, help="e.g. 64MiB, 2GiB")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--cases", default=DEFAULT_CASES, help=f"any of {','.join(ALL_CASES)}")
+    ap.add_argument("--markdown", type=Path, help="also write a Markdown report here")
+    ap.add_argument("--tmpdir", type=Path, help="where test files live (reused if present)")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per worker run")
+    args = ap.parse_args(argv)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    bad = [c for c in cases if c not in ALL_CASES]
+    if bad:
+        ap.error(f"unknown case(s) {bad}; choose from {ALL_CASES}")
+    tmpdir = args.tmpdir or Path(tempfile.gettempdir()) / "dfits-bench"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    size, started = args.size, datetime.datetime.now().isoformat(timespec="seconds")
+    results = {c: measure(c, tmpdir, size, args.runs, args.timeout) for c in cases}
+    for case, res in results.items():
+        title, _, unit = describe(case, res["meta"])
+        print(f"\n== {case}: {title} ==")
+        print(text_table([*HEAD[:4], unit, *HEAD[5:]], rows(case, res)))
+        print("\n".join(f"  * {n}" for n in res["notes"]))
+    print("\n== ratios ==\n" + text_table(*ratios(results)))
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(results, argv, started))
+        print(f"\nwrote {args.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

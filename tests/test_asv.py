@@ -1,0 +1,135 @@
+"""Run every asv benchmark body once on tiny data so the suite in ``asv_bench/`` never rots.
+
+Modelled on flox's ``tests/test_asv.py``: import each benchmark module, instantiate each class,
+call ``setup_cache`` once and ``setup`` with every parameter combination (a
+``NotImplementedError`` there is asv's skip), then every ``time_``/``peakmem_``/``track_``
+method once; ``timeraw_`` code runs in a fresh interpreter. Reductions are also checked against
+``numpy-native`` so a wrong tool cannot hide behind a fast time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import itertools
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "asv_bench" / "benchmarks"
+PACKAGE = "dfits_asv_benchmarks"  # not "benchmarks": that name is the repo's compare.py folder
+PREFIXES = ("time_", "peakmem_", "track_", "timeraw_")
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _load_package():
+    """Import ``asv_bench/benchmarks`` with ``DFITS_ASV_SCALE=tiny`` (read at import time)."""
+    if PACKAGE in sys.modules:
+        return sys.modules[PACKAGE]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DFITS_ASV_SCALE", "tiny")
+        mp.delenv("DFITS_ASV_DATA", raising=False)
+        spec = importlib.util.spec_from_file_location(
+            PACKAGE, BENCH / "__init__.py", submodule_search_locations=[str(BENCH)]
+        )
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = pkg
+        spec.loader.exec_module(pkg)
+        for info in pkgutil.iter_modules([str(BENCH)]):
+            importlib.import_module(f"{PACKAGE}.{info.name}")
+    return pkg
+
+
+def _modules() -> list[str]:
+    return [i.name for i in pkgutil.iter_modules([str(BENCH)]) if not i.name.startswith("_")]
+
+
+def _classes(module) -> list[type]:
+    return [
+        obj
+        for name, obj in vars(module).items()
+        if inspect.isclass(obj)
+        and not name.startswith("_")
+        and obj.__module__ == module.__name__
+        and any(m.startswith(PREFIXES) for m in dir(obj))
+    ]
+
+
+def _cases() -> list:
+    pkg = _load_package()
+    cases = []
+    for name in _modules():
+        module = sys.modules[f"{pkg.__name__}.{name}"]
+        cases += [pytest.param(module, c, id=f"{name}.{c.__name__}") for c in _classes(module)]
+        if any(n.startswith(PREFIXES) and callable(f) for n, f in vars(module).items()):
+            cases.append(pytest.param(module, None, id=f"{name}.<functions>"))
+    return cases
+
+
+def _run_raw(code: str) -> None:
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_package_is_tiny():
+    pkg = _load_package()
+    assert pkg.TINY
+
+
+@pytest.mark.parametrize(("module", "cls"), _cases())
+def test_benchmarks_run_once(module, cls, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # setup_cache writes into the working folder, as under asv
+    if cls is None:
+        for name, func in vars(module).items():
+            if name.startswith("timeraw_"):
+                _run_raw(func())
+            elif name.startswith(PREFIXES):
+                func()
+        return
+    bench = cls()
+    cache = bench.setup_cache() if hasattr(bench, "setup_cache") else None
+    pre = () if cache is None else (cache,)
+    params = getattr(cls, "params", [])
+    methods = [m for m in dir(cls) if m.startswith(PREFIXES)]
+    results: dict[tuple, object] = {}
+    ran = 0
+    for combo in itertools.product(*params):
+        try:
+            if hasattr(bench, "setup"):
+                bench.setup(*pre, *combo)
+        except NotImplementedError:
+            continue
+        for name in methods:
+            out = getattr(bench, name)(*pre, *combo)
+            if name.startswith("timeraw_"):
+                _run_raw(out)
+            elif name.startswith("time_"):
+                results[combo] = out
+        if hasattr(bench, "teardown"):
+            bench.teardown(*pre, *combo)
+        ran += 1
+    assert ran, f"every parameter combination of {cls.__name__} was skipped"
+    _cross_check(cls.__name__, results)
+
+
+def _values(out):
+    """A result as a float64 array, or None when it is not numeric data (header lists)."""
+    if isinstance(out, list):
+        return np.stack(out).astype(np.float64) if out and isinstance(out[0], np.ndarray) else None
+    return np.asarray(getattr(out, "value", out), np.float64)
+
+
+def _cross_check(name: str, results: dict) -> None:
+    """Same answer from every tool as from ``numpy-native`` (else ``astropy-eager``)."""
+    tools = {combo[0] for combo in results}
+    ref = next((t for t in ("numpy-native", "astropy-eager") if t in tools), None)
+    for combo, got in results.items():
+        want = results.get((ref, *combo[1:]))
+        if ref is None or want is None or _values(got) is None:
+            continue
+        assert np.allclose(_values(got), _values(want), rtol=1e-4, equal_nan=True), (name, combo)
