@@ -144,3 +144,21 @@ def test_dataset_accessor_cutout(cube):
     cut = ds.fits.cutout(ra, dec, 0.002)
     assert cut.sizes["x"] < 10
     assert ds.fits.moment(0).dims == ("stokes", "y", "x")
+
+
+def test_quicklook_and_channel_maps_through_the_accessor(tmp_path):
+    import matplotlib.image as mpimg
+    import xarray as xr
+
+    from dfits.demo import make_cube
+
+    path = tmp_path / "ql.fits"
+    make_cube(str(path), (16, 64, 64))
+    arr = xr.open_dataarray(path, engine="dfits")
+    sub = arr.isel(x=slice(8, 56), y=slice(4, 60))
+    fig = sub.fits.quicklook()
+    fig.savefig(tmp_path / "ql.png")
+    assert mpimg.imread(tmp_path / "ql.png").std() > 0
+    grid = arr.fits.plot_channel_maps(4, full=True)
+    grid.savefig(tmp_path / "maps.png")
+    assert mpimg.imread(tmp_path / "maps.png").std() > 0

@@ -115,7 +115,9 @@ def decimation(
 
 
 def _is_remote(hdu: Any) -> bool:
-    return not hasattr(hdu.section.block.source, "identity")
+    # dfits HDUs expose their byte source; array-backed views (xarray's .fits) have none
+    block = getattr(hdu.section, "block", None)
+    return block is not None and not hasattr(block.source, "identity")
 
 
 def _read(hdu: Any, steps: tuple[int, ...], lead: tuple[int, ...]) -> np.ndarray:

@@ -353,6 +353,60 @@ class FitsDataArrayAccessor:
         result.attrs["npix"] = int(mask.sum())
         return result
 
+    # -- quick look (rendering lives in dfits.jupyter) ------------------------------------
+    def _as_hdu(self) -> Any:
+        """An HDU-like view of this DataArray for :mod:`dfits.jupyter.quicklook`."""
+        obj = self._obj
+        try:
+            text = self.wcs.to_header().tostring()
+            bunit = self._obj.attrs.get("units")
+            if bunit:
+                text += f"BUNIT   = '{bunit}'".ljust(80)
+        except (WCSError, ValueError):
+            text = self._text() if isinstance(obj.attrs.get("fits_header"), str) else ""
+        from dfits.format.header import Header
+
+        return _ArrayHDU(_fused(obj), Header(text.encode("latin-1")))
+
+    def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:
+        """Moment-0 image and integrated spectrum of this (possibly sliced) cube.
+
+        Reads a decimated view (at most ``max_bytes`` of values) unless ``full``; axes in
+        world coordinates when a celestial WCS survives the slicing.
+        """
+        from dfits.jupyter.quicklook import quicklook
+
+        return quicklook(self._as_hdu(), full, max_bytes)
+
+    def plot_channel_maps(self, n: int = 9, *, full: bool = False, **kw: Any) -> Any:
+        """A grid of ``n`` channel maps (means of equal channel groups), one colour scale."""
+        from dfits.jupyter.quicklook import plot_channel_maps
+
+        return plot_channel_maps(self._as_hdu(), n, full=full, **kw)
+
+
+class _ArrayHDU:
+    """The few HDU attributes quick-look needs, over a dask array and a header."""
+
+    is_image = True
+
+    def __init__(self, data: Any, header: Any) -> None:
+        self.data = data
+        self.header = header
+        self.shape = tuple(data.shape)
+        self.dtype = data.dtype
+        self.section = _DaskSection(data)
+
+
+class _DaskSection:
+    """``section[...]`` over a dask array: only the chunks the index touches are computed."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        return np.asarray(self.data[index].compute())
+
 
 class FitsDatasetAccessor:
     """``ds.fits``: the accessor of the Dataset's one FITS data variable."""
@@ -379,6 +433,12 @@ class FitsDatasetAccessor:
 
     def spectrum(self, *args: Any, **kw: Any) -> xr.DataArray:
         return self._main().spectrum(*args, **kw)
+
+    def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:
+        return self._main().quicklook(full, max_bytes)
+
+    def plot_channel_maps(self, n: int = 9, **kw: Any) -> Any:
+        return self._main().plot_channel_maps(n, **kw)
 
     def cutout(self, ra: Any, dec: Any, width: Any, height: Any = None) -> xr.Dataset:
         main = self._main()

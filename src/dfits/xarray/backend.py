@@ -1,9 +1,10 @@
 """The ``dfits`` xarray backend engine: ``xr.open_dataset("cube.fits")``.
 
 A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
-HDU and hands xarray lazily indexed arrays (:class:`DfitsBackendArray` for the data,
-:class:`CelestialArray` for the 2-D sky coordinates). Both hold a path, an HDU index and a
-header text — never an open file — so datasets and their dask graphs pickle.
+HDU and hands xarray the HDU's dfits dask array (whose stored chunks keep every xarray
+reduction on the fused kernels) and lazily indexed :class:`CelestialArray` 2-D sky
+coordinates. Both hold a path, offsets and a header text — never an open file — so datasets
+and their dask graphs pickle.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dfits.xarray.coords import (
 )
 from dfits.xarray.errors import WCSError
 
-__all__ = ["CelestialArray", "DfitsBackendArray", "DfitsBackendEntrypoint", "open_hdu_dataset"]
+__all__ = ["CelestialArray", "DfitsBackendEntrypoint", "open_hdu_dataset"]
 
 _EXTENSIONS = (".fits", ".fit", ".fts", ".fits.fz")
 _MAGIC = b"SIMPLE  ="
@@ -51,28 +52,6 @@ def _open(path: str, storage_options: dict | None) -> Any:
                 _files.clear()
             _files[key] = f
     return f
-
-
-class DfitsBackendArray(BackendArray):
-    """The data of one image HDU, read region by region through ``hdu.section``."""
-
-    def __init__(self, path: str, index: int, shape, dtype, storage_options=None) -> None:
-        self.path = path
-        self.index = index
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.storage_options = storage_options
-
-    def hdu(self) -> Any:
-        return _open(self.path, self.storage_options)[self.index]
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.BASIC, self._raw_getitem
-        )
-
-    def _raw_getitem(self, key: tuple) -> np.ndarray:
-        return np.asarray(self.hdu().section[key])
 
 
 class CelestialArray(BackendArray):
