@@ -205,7 +205,8 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[tuple[int, ...], tuple[
     shape = hdu.shape
     lead = (0,) * max(0, len(shape) - 3)
     tail = shape[len(lead) :]
-    itemsize = hdu.layout.decode.itemsize
+    layout = getattr(hdu, "layout", None)  # array-backed views (xarray) have no byte layout
+    itemsize = layout.decode.itemsize if layout is not None else hdu.dtype.itemsize
     total = math.prod(tail) * itemsize
     if full:
         return lead, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"

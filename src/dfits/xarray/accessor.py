@@ -366,7 +366,9 @@ class FitsDataArrayAccessor:
             text = self._text() if isinstance(obj.attrs.get("fits_header"), str) else ""
         from dfits.format.header import Header
 
-        return _ArrayHDU(_fused(obj), Header(text.encode("latin-1")))
+        view = _ArrayHDU(_fused(obj), Header(text.encode("latin-1")))
+        view.name = str(obj.name or "")
+        return view
 
     def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:
         """Moment-0 image and integrated spectrum of this (possibly sliced) cube.
@@ -389,6 +391,8 @@ class _ArrayHDU:
     """The few HDU attributes quick-look needs, over a dask array and a header."""
 
     is_image = True
+    index = 0
+    kind = "image"
 
     def __init__(self, data: Any, header: Any) -> None:
         self.data = data
