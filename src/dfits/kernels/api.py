@@ -18,7 +18,7 @@ from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import layout_for
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
-from dfits.kernels.moments import isum_kernels, moments_kernels, sum_kernels
+from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
 
 __all__ = [
     "Spec",
@@ -150,6 +150,8 @@ def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = Fal
     out_n = np.zeros(shape, np.int64)
     if u.size == 0:
         return out_sum, out_n
+    if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
+        return _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna)
     rows, cols = sum_kernels(kind, skipna)
 
     def call(form, v, outs):
@@ -159,6 +161,28 @@ def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = Fal
         return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
 
     return tuple(_run(u, axes, [out_sum, out_n], call, combine))
+
+
+def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna):
+    """Sum of scaled integers as ``scale·Σraw + zero·n`` from exact int64 raw sums."""
+    shape = _kept_shape(u, axes)
+    raw = np.zeros(shape, np.int64)
+    n = np.zeros(shape, np.int64)
+    rows, cols = rawsum_kernels(kind)
+
+    def call(form, v, outs):
+        (rows if form == "rows" else cols)(v, blank, *outs)
+
+    def combine(parts, _):
+        return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
+
+    raw, n = _run(u, axes, [raw, n], call, combine)
+    total = scale * raw.astype(np.float64) + zero * n.astype(np.float64)
+    if skipna:
+        return total, n
+    n_all = int(np.prod([u.shape[a] for a in axes]))
+    # a BLANK makes the plain sum NaN, as NaN does in numpy.sum
+    return np.where(n < n_all, np.nan, total), np.full(shape, n_all, np.int64)
 
 
 def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from dfits.kernels._compile import BLOCK, TILE, jit, neumaier
 from dfits.kernels._loaders import Kind, loaders
 
-__all__ = ["isum_kernels", "moments_kernels", "sum_kernels"]
+__all__ = ["isum_kernels", "moments_kernels", "rawsum_kernels", "sum_kernels"]
 
 _ROWS_PER_TILE = BLOCK // 8
 #: rows re-read by the second (M2) pass: TILE × 64 float64 values ≈ 1 MiB stays in cache
@@ -105,8 +105,12 @@ def sum_kernels(kind: Kind, skipna: bool):
                     if not check:
                         for c in range(w):
                             cnt[c] += b1 - b0
-                    for c in range(w):
-                        total[c], comp[c] = neumaier(total[c], comp[c], part[c])
+                    if nb <= _ROWS_PER_TILE:
+                        # one block (e.g. 32 channels of a cube chunk): nothing to compensate
+                        total[:w] = part[:w]
+                    else:
+                        for c in range(w):
+                            total[c], comp[c] = neumaier(total[c], comp[c], part[c])
                 for c in range(w):
                     t = total[c]
                     out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
@@ -254,5 +258,51 @@ def isum_kernels(kind: Kind):
                 row = u[a, b]
                 for c in range(nc):
                     acc[c] += phys(row[c], scale, zero, blank)
+
+    return rows, cols
+
+
+@functools.cache
+def rawsum_kernels(kind: Kind):
+    """Return ``(rows, cols)`` kernels summing *stored* integers exactly, skipping BLANK.
+
+    For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the raw
+    integers in int64 (exact; vectorises as integer adds) and scaling once at the end is both
+    faster and more accurate than converting every value to float64. Outputs int64 raw sums
+    and int64 counts of non-BLANK values. For BITPIX 8/16/32 only (int64 cannot overflow
+    within any chunk).
+    """
+    signed = loaders(Kind(kind.bitpix, "raw", False)).phys
+    has_blank = kind.has_blank
+
+    @jit
+    def rows(u, blank, out_sum, out_n):
+        nrow, length = u.shape
+        for a in range(nrow):
+            s = 0
+            n = 0
+            for b in range(length):
+                x = u[a, b]
+                ok = (not has_blank) or x != blank
+                v = np.int64(signed(x, 1.0, 0.0, blank))
+                s += v if ok else 0
+                n += np.int64(ok)
+            out_sum[a] = s
+            out_n[a] = n
+
+    @jit
+    def cols(u, blank, out_sum, out_n):
+        na, nb, nc = u.shape
+        for a in range(na):
+            acc = out_sum[a]
+            cnt = out_n[a]
+            for b in range(nb):
+                row = u[a, b]
+                for c in range(nc):
+                    x = row[c]
+                    ok = (not has_blank) or x != blank
+                    v = np.int64(signed(x, 1.0, 0.0, blank))
+                    acc[c] += v if ok else 0
+                    cnt[c] += np.int64(ok)
 
     return rows, cols
