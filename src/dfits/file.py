@@ -18,6 +18,7 @@ from dfits.errors import HDUNotFoundError, UnsupportedError, where
 from dfits.format.header import Header
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import open_source
+from dfits.progress import ScanProgress
 from dfits.section import Section
 
 __all__ = ["HDU", "FitsFile", "open"]
@@ -255,6 +256,7 @@ def open(
     *,
     chunks: Any = None,
     storage_options: dict[str, Any] | None = None,
+    progress: bool | None = None,
 ) -> FitsFile:
     """Open a FITS file lazily: read its headers, map nothing.
 
@@ -267,11 +269,18 @@ def open(
         of the slowest axes near dask's ``array.chunk-size``.
     storage_options : dict, optional
         Passed to fsspec for URLs.
+    progress : bool, optional
+        Show header-scan progress on stderr once a scan has run for 2 s (default: for remote
+        files only).
 
     Returns
     -------
     FitsFile
     """
     source = open_source(path, storage_options)
-    layout = scan(source.read, source.size, filename=os.fspath(path))
+    if progress is None:
+        # local scans take milliseconds; remote ones may take long for many HDUs
+        progress = not hasattr(source, "identity")
+    reporter = ScanProgress() if progress else None
+    layout = scan(source.read, source.size, filename=os.fspath(path), progress=reporter)
     return FitsFile(source, layout, chunks)

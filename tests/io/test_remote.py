@@ -57,3 +57,28 @@ def test_server_ignoring_range_is_reported(memfile):
     src = open_source(url.replace("memory://", "rangeless://"))
     with pytest.raises(dfits.RemoteReadError, match=r"bytes 100\.\.200.*3 attempts"):
         src.read(100, 100)
+
+
+def test_scan_progress_reports_after_its_delay(tmp_path):
+    import io
+
+    from dfits.io.writer import header_bytes
+    from dfits.progress import ScanProgress
+
+    blob = header_bytes([("SIMPLE", True), ("BITPIX", 8), ("NAXIS", 0)])
+    ext = header_bytes([("XTENSION", "IMAGE"), ("BITPIX", 8), ("NAXIS", 0), ("PCOUNT", 0),
+                        ("GCOUNT", 1)])
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/dfits-test/many.fits", blob + ext * 200)
+    out = io.StringIO()
+    from dfits.format.layout import scan
+
+    src = open_source("memory://dfits-test/many.fits")
+    layout = scan(src.read, src.size, filename=src.url, progress=ScanProgress(0.0, out))
+    assert len(layout.hdus) == 201
+    text = out.getvalue()
+    assert "201 HDUs" in text or "hdus=201" in text
+    quiet = io.StringIO()
+    scan(src.read, src.size, filename=src.url, progress=ScanProgress(60.0, quiet))
+    assert quiet.getvalue() == ""
+    assert len(dfits.open("memory://dfits-test/many.fits", progress=False)) == 201

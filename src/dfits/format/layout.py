@@ -215,7 +215,13 @@ def _read_header(
         buf, base = win.get(pos, need)
 
 
-def scan(read_at: Callable[[int, int], bytes], size: int | None, *, filename: str) -> FileLayout:
+def scan(
+    read_at: Callable[[int, int], bytes],
+    size: int | None,
+    *,
+    filename: str,
+    progress: Callable[[int, int | None, int], None] | None = None,
+) -> FileLayout:
     """Read every header of a FITS file and work out where each HDU's data lies.
 
     Parameters
@@ -226,6 +232,9 @@ def scan(read_at: Callable[[int, int], bytes], size: int | None, *, filename: st
         File size in bytes when known; None for sources of unknown size.
     filename : str
         Used in messages.
+    progress : callable, optional
+        Called as ``progress(offset, size, hdus_so_far)`` every 64 HDUs and at the end, so
+        that callers can show a scan of a slow (remote) many-HDU file; does no I/O here.
 
     Returns
     -------
@@ -265,6 +274,10 @@ def scan(read_at: Callable[[int, int], bytes], size: int | None, *, filename: st
         pos = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename)
         if pos < 0:
             break
+        if progress is not None and not index % 64:
+            progress(pos, size, index)
+    if progress is not None:
+        progress(size if size is not None else pos, size, index)
     return FileLayout(filename, size, tuple(hdus))
 
 
