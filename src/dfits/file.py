@@ -17,7 +17,7 @@ from dfits.array.chunks import normalize
 from dfits.errors import HDUNotFoundError, UnsupportedError, where
 from dfits.format.header import Header
 from dfits.format.layout import FileLayout, HDULayout, scan
-from dfits.io import open_source
+from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress
 from dfits.section import Section
 
@@ -282,5 +282,12 @@ def open(
         # local scans take milliseconds; remote ones may take long for many HDUs
         progress = not hasattr(source, "identity")
     reporter = ScanProgress() if progress else None
-    layout = scan(source.read, source.size, filename=os.fspath(path), progress=reporter)
+    whole = source.mapping() if isinstance(source, LocalSource) else None
+    try:
+        layout = scan(
+            source.read, source.size, filename=os.fspath(path), progress=reporter, whole=whole
+        )
+    finally:
+        if whole is not None:
+            whole.close()
     return FitsFile(source, layout, chunks)

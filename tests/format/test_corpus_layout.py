@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from astropy.io import fits
 
-from dfits.errors import DfitsWarning, NotFITSError, TruncatedFileError
+from dfits.errors import DfitsError, DfitsWarning, NotFITSError, TruncatedFileError
 from dfits.format.layout import FileLayout, scan
 from tests.format.checks import CORPUS, check_header
 
@@ -131,3 +131,27 @@ def test_corpus_file_matches_astropy(corpus, name):
             assert (ours.name, ours.ver) == (theirs.name, theirs.ver)
             if kind in ("primary", "image"):
                 assert ours.shape == theirs.shape
+
+
+def _scan_whole(path: Path) -> FileLayout:
+    with open(path, "rb") as f:
+        data = f.read()
+    return scan(None, len(data), filename=path.name, whole=data)  # type: ignore[arg-type]
+
+
+def _outcome(fn, path: Path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            layout = fn(path)
+        except DfitsError as err:
+            return type(err), str(err), []
+    hdus = [(h, h.header.tostring()) for h in layout.hdus]
+    return hdus, layout.size, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_whole_file_scan_equals_windowed_scan(corpus, name):
+    # dfits.open scans local files through a map of the whole file: it must find exactly
+    # what the windowed reads (remote files) find, errors and warnings included.
+    assert _outcome(_scan_whole, corpus / name) == _outcome(_scan, corpus / name)

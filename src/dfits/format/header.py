@@ -53,6 +53,19 @@ _VALUES_LIMIT = 1 << 14
 _NO_VALUE = frozenset({"", "COMMENT", "HISTORY", "CONTINUE"})
 
 
+def index_cards(raw: bytes, ncards: int) -> tuple[KeywordIndex, tuple[int, ...]]:
+    """The keyword index of the first ``ncards`` cards, and which of them hold bytes outside
+    printable ASCII (positions in 80-byte cards)."""
+    bad: tuple[int, ...] = ()
+    if raw[: ncards * CARD_SIZE].translate(None, _PRINTABLE):
+        bad = tuple(
+            i
+            for i in range(ncards)
+            if raw[i * CARD_SIZE : (i + 1) * CARD_SIZE].translate(None, _PRINTABLE)
+        )
+    return index_keywords(raw, ncards), bad
+
+
 class Header(Mapping[str, Any]):
     """A read-only FITS header.
 
@@ -86,6 +99,20 @@ class Header(Mapping[str, Any]):
         self._cards: dict[int, Card] | None = None
         self._bad: tuple[int, ...] = ()
 
+    @classmethod
+    def _scanned(
+        cls, raw: bytes, ncards: int, layout: KeywordIndex, bad: tuple[int, ...]
+    ) -> Header:
+        # The layout scan has already found END, indexed the keywords and checked the bytes:
+        # skip redoing that for each of thousands of small headers.
+        self = object.__new__(cls)
+        self._raw = raw
+        self._ncards = ncards
+        self._layout = layout
+        self._cards = None
+        self._bad = bad
+        return self
+
     def __reduce__(self) -> tuple[type[Header], tuple[bytes]]:
         # Only the bytes travel: indexes and parsed values are rebuilt on demand.
         return Header, (self._raw,)
@@ -100,15 +127,8 @@ class Header(Mapping[str, Any]):
         layout = self._layout
         if layout is not None:
             return layout
-        raw = self._raw
-        size = self._ncards * CARD_SIZE
-        if raw[:size].translate(None, _PRINTABLE):
-            self._bad = tuple(
-                i
-                for i in range(self._ncards)
-                if raw[i * CARD_SIZE : (i + 1) * CARD_SIZE].translate(None, _PRINTABLE)
-            )
-        layout = self._layout = index_keywords(raw, self._ncards)
+        layout, self._bad = index_cards(self._raw, self._ncards)
+        self._layout = layout
         return layout
 
     def _span(self, i: int) -> tuple[int, int]:

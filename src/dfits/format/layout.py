@@ -32,6 +32,7 @@ Bad input (see ``DESIGN.md``; every message names the file, HDU, keyword or offs
 from __future__ import annotations
 
 import math
+import mmap
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,9 +40,9 @@ from operator import itemgetter
 from typing import TypeVar
 
 from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileError, where
-from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, find_end
+from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, find_end
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
-from dfits.format.header import MANDATORY, Header, check_mandatory
+from dfits.format.header import MANDATORY, Header, check_mandatory, index_cards
 
 __all__ = ["MAX_HEADER_BYTES", "FileLayout", "HDULayout", "scan"]
 
@@ -66,6 +67,8 @@ _OPTIONAL = ("EXTNAME", "GROUPS", "ZIMAGE", "BSCALE", "BZERO", "BLANK")
 _new = object.__new__
 _T = TypeVar("_T")
 _Facts = tuple[str, str | None, str, int, tuple[int, ...], int, DecodeSpec | None]
+#: What ``scan`` accepts as the whole file: ``len``, slicing to bytes and ``find`` (an mmap).
+Buffer = bytes | mmap.mmap
 # Caches shared between HDUs, cleared when full: 10,000 alike extensions parse one header.
 _PLANS: dict[object, tuple[Callable[[bytes], tuple[bytes, ...]] | None, int]] = {}
 _MAX_KEY_BYTES = 16 * 1024
@@ -144,14 +147,20 @@ class FileLayout:
 class _Window:
     """Buffered reads: one ``read_at`` call serves many small headers."""
 
-    def __init__(self, read_at: Callable[[int, int], bytes], size: int | None) -> None:
+    def __init__(
+        self, read_at: Callable[[int, int], bytes], size: int | None, whole: Buffer | None
+    ) -> None:
         self.read_at = read_at
         self.size = size
-        self.buf = b""
+        self.buf: Buffer = b""
         self.base = 0
         self.window = _MIN_WINDOW
+        if whole is not None:
+            # The whole file is addressable (a memory map): every request is a hit.
+            self.buf = whole
+            self.size = len(whole)
 
-    def get(self, pos: int, need: int) -> tuple[bytes, int]:
+    def get(self, pos: int, need: int) -> tuple[Buffer, int]:
         """A buffer and its file offset holding ``[pos, pos + need)``, or up to the end."""
         base = self.base
         stop = base + len(self.buf)
@@ -192,7 +201,7 @@ def _not_fits(head: bytes, filename: str) -> None:
 
 
 def _read_header(
-    win: _Window, buf: bytes, base: int, pos: int, index: int, filename: str
+    win: _Window, buf: Buffer, base: int, pos: int, index: int, filename: str
 ) -> tuple[bytes, int, int]:
     """Header at ``pos`` (whole blocks, or to the end), its card count and data offset."""
     need = BLOCK_SIZE
@@ -221,6 +230,7 @@ def scan(
     *,
     filename: str,
     progress: Callable[[int, int | None, int], None] | None = None,
+    whole: Buffer | None = None,
 ) -> FileLayout:
     """Read every header of a FITS file and work out where each HDU's data lies.
 
@@ -235,6 +245,10 @@ def scan(
     progress : callable, optional
         Called as ``progress(offset, size, hdus_so_far)`` every 64 HDUs and at the end, so
         that callers can show a scan of a slow (remote) many-HDU file; does no I/O here.
+    whole : bytes or mmap.mmap, optional
+        The whole file, when the caller can map it: headers are then sliced out of it
+        instead of being read (and copied) through a window, which for a file of many small
+        HDUs also copies their data. ``read_at`` and ``size`` are then not used for reading.
 
     Returns
     -------
@@ -254,26 +268,46 @@ def scan(
     >>> [(h.kind, h.shape, h.data_offset, h.data_size) for h in layout.hdus]
     [('primary', (3,), 2880, 6)]
     """
-    win = _Window(read_at, size)
+    win = _Window(read_at, size, whole)
     hdus: list[HDULayout] = []
+    memo = _Memo()
     pos = 0
     index = 0
+    buf: Buffer = b""
+    base = stop = 0
+    # The loop body is the cost of opening a file of 10,000 small HDUs: the common case (a
+    # header of one block, inside the current window) is inlined, the rest goes to helpers.
     while True:
-        buf, base = win.get(pos, BLOCK_SIZE)
-        head = buf[pos - base : pos - base + 8]
+        if pos < base or pos + BLOCK_SIZE > stop:
+            buf, base = win.get(pos, BLOCK_SIZE)
+            stop = base + len(buf)
+        rel = pos - base
+        head = buf[rel : rel + 8]
         if head != (b"XTENSION" if index else b"SIMPLE  "):
             if not index:
                 _not_fits(buf[:BLOCK_SIZE], filename)
             if head:
-                _trailing(buf[pos - base :], pos, win.size, filename)
+                _trailing(buf[rel : rel + _MIN_WINDOW], pos, win.size, filename)
             break
-        raw, ncards, data_offset = _read_header(win, buf, base, pos, index, filename)
-        hdu = _build_hdu(index, pos, Header(raw, ncards=ncards), data_offset, filename)
+        end = buf.find(END_CARD, rel, rel + BLOCK_SIZE)
+        if end >= 0 and not (end - rel) % CARD_SIZE:
+            ncards = (end - rel) // CARD_SIZE
+            raw = buf[rel : rel + BLOCK_SIZE]
+            data_offset = pos + BLOCK_SIZE
+        else:
+            raw, ncards, data_offset = _read_header(win, buf, base, pos, index, filename)
+            buf, base = win.buf, win.base
+            stop = base + len(buf)
+        hdu = _build_hdu(index, pos, raw, ncards, data_offset, filename, memo)
         hdus.append(hdu)
         index += 1
-        pos = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename)
-        if pos < 0:
-            break
+        data_size = hdu.data_size
+        nxt = data_offset - (-data_size // BLOCK_SIZE) * BLOCK_SIZE
+        if win.size is None or nxt >= win.size:
+            nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename)
+            if nxt < 0:
+                break
+        pos = nxt
         if progress is not None and not index % 64:
             progress(pos, size, index)
     if progress is not None:
@@ -330,22 +364,48 @@ def _check_extent(hdu: HDULayout, header_end: int, win: _Window, filename: str) 
     return -1
 
 
-def _build_hdu(index: int, pos: int, header: Header, data_offset: int, filename: str) -> HDULayout:
-    keywords = header.keyword_index
-    cards, extver = _PLANS.get(keywords) or _plan(header)
+class _Memo:
+    """The previous HDU's description, for the next header with the same keywords."""
+
+    __slots__ = ("cards", "extver", "facts", "key", "keywords")
+
+    def __init__(self) -> None:
+        self.keywords: object = None
+        self.cards: Callable[[bytes], tuple[bytes, ...]] | None = None
+        self.extver = -1
+        self.key: tuple = ()
+        self.facts: _Facts | None = None
+
+
+def _build_hdu(
+    index: int, pos: int, raw: bytes, ncards: int, data_offset: int, filename: str, memo: _Memo
+) -> HDULayout:
+    keywords, bad = index_cards(raw, ncards)
+    header = Header._scanned(raw, ncards, keywords, bad)
+    if keywords is memo.keywords:
+        cards, extver = memo.cards, memo.extver
+    else:
+        cards, extver = _PLANS.get(keywords) or _plan(header)
+        memo.keywords, memo.cards, memo.extver, memo.facts = keywords, cards, extver, None
     # Everything but EXTVER follows from the keywords and the bytes of a few cards: alike
     # headers (10,000 extensions of one file) share one description.
-    key = (keywords, index == 0, cards(header.tostring())) if cards else None
-    facts = None if key is None or header.bad_cards else _FACTS.get(key)
-    if facts is None:
-        notes: list[str] = []
-        facts = _describe(header, index, pos, filename, notes)
-        for note in notes:
-            warnings.warn(note, DfitsWarning, stacklevel=3)
-        decode = facts[-1]
-        # Messages (warnings, a decode error) name this HDU: never share them with another.
-        if key and not notes and (decode is None or decode.error is None):
-            _remember(_FACTS, key, facts)
+    key = (keywords, index == 0, cards(raw)) if cards and not bad else None
+    if key is not None and memo.facts is not None and key == memo.key:
+        facts = memo.facts
+    else:
+        facts = None if key is None else _FACTS.get(key)
+        if facts is None:
+            notes: list[str] = []
+            facts = _describe(header, index, pos, filename, notes)
+            for note in notes:
+                warnings.warn(note, DfitsWarning, stacklevel=3)
+            decode = facts[-1]
+            # Messages (warnings, a decode error) name this HDU: never share them with another.
+            if key and not notes and (decode is None or decode.error is None):
+                _remember(_FACTS, key, facts)
+            else:
+                key = None
+        memo.key, memo.facts = (key, facts) if key is not None else ((), None)
     kind, xtension, name, bitpix, shape, data_size, decode = facts
     ver = header.value_at(extver) if extver >= 0 else 1
     # Frozen dataclasses set each field through object.__setattr__, which costs as much as

@@ -127,3 +127,17 @@ class LocalSource:
             self._fd(), nbytes + offset - start, flags=flags, prot=mmap.PROT_READ, offset=start
         )
         return np.frombuffer(m, np.uint8, count=nbytes, offset=offset - start)
+
+    def mapping(self) -> mmap.mmap | None:
+        """A read-only map of the whole file for a header scan, or None if it cannot be mapped.
+
+        Pages are faulted in only where headers are sliced out, so a scan of many small HDUs
+        never copies their data; the caller closes the map when the scan is done.
+        """
+        if not self.size:
+            return None  # mmap refuses empty files; the scan reports them from a read
+        try:
+            m = mmap.mmap(self._fd(), self.size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        except (OSError, ValueError):
+            return None  # e.g. a file shrunk since open: the read path reports it
+        return m
