@@ -35,8 +35,14 @@ class ScanProgress:
             except ImportError:
                 self._bar = False
             else:
-                self._bar = tqdm(total=size, unit="B", unit_scale=True, desc="scanning headers",
-                                 file=out, leave=False)
+                self._bar = tqdm(
+                    total=size,
+                    unit="B",
+                    unit_scale=True,
+                    desc="scanning headers",
+                    file=out,
+                    leave=False,
+                )
         if self._bar:
             self._bar.update(offset - self._bar.n)
             self._bar.set_postfix(hdus=hdus)

@@ -66,8 +66,9 @@ def test_scan_progress_reports_after_its_delay(tmp_path):
     from dfits.progress import ScanProgress
 
     blob = header_bytes([("SIMPLE", True), ("BITPIX", 8), ("NAXIS", 0)])
-    ext = header_bytes([("XTENSION", "IMAGE"), ("BITPIX", 8), ("NAXIS", 0), ("PCOUNT", 0),
-                        ("GCOUNT", 1)])
+    ext = header_bytes(
+        [("XTENSION", "IMAGE"), ("BITPIX", 8), ("NAXIS", 0), ("PCOUNT", 0), ("GCOUNT", 1)]
+    )
     fs = fsspec.filesystem("memory")
     fs.pipe("/dfits-test/many.fits", blob + ext * 200)
     out = io.StringIO()
