@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import dfits
 from dfits.io.writer import ImageWriter
-from dfits.section import _bounding
+from dfits.io.ranges import bounding as _bounding
 
 SHAPE = (6, 7, 8)
 

@@ -15,6 +15,7 @@ __all__ = [
     "FileChangedError",
     "HDUNotFoundError",
     "HeaderError",
+    "MissingFileError",
     "NotFITSError",
     "RemoteReadError",
     "TruncatedFileError",
@@ -79,6 +80,10 @@ class HDUNotFoundError(DfitsError, KeyError, IndexError):
 
 class FileChangedError(DfitsError, OSError):
     """The file changed (size, mtime or ETag) between ``dfits.open`` and a chunk read."""
+
+
+class MissingFileError(DfitsError, FileNotFoundError):
+    """The path or URL names no file (``except FileNotFoundError`` catches it too)."""
 
 
 class RemoteReadError(DfitsError, OSError):

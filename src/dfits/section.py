@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dfits._lazy import kernels
+from dfits.io.ranges import bounding
 
 __all__ = ["Section"]
 
@@ -56,7 +57,7 @@ class Section:
 
     def _remote(self, index: Any) -> Any:
         """Read only the run of bytes covering ``index`` (remote sources), then slice it."""
-        bound, rel = _bounding(index, self.block.shape)
+        bound, rel = bounding(index, self.block.shape)
         chunk = self.block[bound]
         return chunk.u[rel]
 
@@ -76,45 +77,3 @@ class Section:
         if not isinstance(view, np.ndarray):
             return kernels.decode(np.asarray(view).reshape(1), spec)[0]
         return kernels.decode(view, spec)
-
-
-def _bounding(index: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
-    """Split a basic index into step-1 bounding slices and the index relative to them.
-
-    Examples
-    --------
-    >>> _bounding((3, slice(2, 10, 3)), (5, 20))
-    ((slice(3, 4, None), slice(2, 9, None)), (0, slice(0, 7, 3)))
-    """
-    items = list(index) if isinstance(index, tuple) else [index]
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        fill = len(shape) - (len(items) - 1 - items.count(None))
-        items[at : at + 1] = [slice(None)] * fill
-    bound, rel = [], []
-    axis = 0
-    for item in items:
-        if item is None:
-            rel.append(None)
-            continue
-        n = shape[axis]
-        axis += 1
-        if isinstance(item, slice):
-            r = range(*item.indices(n))
-            if len(r) == 0:
-                bound.append(slice(0, 0))
-                rel.append(slice(0, 0))
-                continue
-            lo, hi = min(r[0], r[-1]), max(r[0], r[-1]) + 1
-            stop = r.stop - lo
-            bound.append(slice(lo, hi))
-            rel.append(slice(r.start - lo, stop if stop >= 0 else None, r.step))
-        else:
-            i = int(item)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {axis - 1} with size {n}")
-            i %= n
-            bound.append(slice(i, i + 1))
-            rel.append(0)
-    bound.extend(slice(None) for _ in range(len(shape) - axis))
-    return tuple(bound), tuple(rel)

@@ -17,8 +17,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dfits.array.stored import StoredChunk
+from dfits.io.ranges import bounding, region_runs
 
-__all__ = ["ImageBlock", "dask_array"]
+__all__ = ["ImageBlock", "Pending", "dask_array"]
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,22 @@ class ImageBlock:
             index = (index,)
         index = index + (slice(None),) * (self.ndim - len(index))
         start, nbytes, counts, dense = self.region(index)
-        buf = self.source.map(start, nbytes, populate=dense)
         view_dtype = np.dtype(f"u{self.spec.itemsize}")
         if nbytes == 0:
             u = np.empty(counts, view_dtype)
+        elif not hasattr(self.source, "identity"):
+            # Remote: nothing is fetched until a value is needed, and then only the runs of
+            # the region left after dask's own slicing of the chunk (a spectrum through a
+            # cube reads its pixels, not its chunks).
+            region = tuple(
+                slice(*sl.indices(n)[:2]) for sl, n in zip(index, self.shape, strict=True)
+            )
+            pending = Pending(self, region, None, counts)
+            if self.raw:
+                return pending.fetch().view(self.spec.stored)
+            return StoredChunk(None, self.spec, pending)
         else:
+            buf = self.source.map(start, nbytes, populate=dense)
             # Zero-copy: the stored bytes stay where the mmap put them; kernels swap in
             # registers. Strides are the file's, so a chunk split along inner axes is a
             # strided view of the covering run rather than a gathered copy.
@@ -85,6 +97,42 @@ class ImageBlock:
         if self.raw:
             return u.view(self.spec.stored)
         return StoredChunk(u, self.spec)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A region of an image block not read yet: step-1 ``region`` then ``post`` (an index)."""
+
+    block: ImageBlock
+    region: tuple[slice, ...]
+    post: tuple[Any, ...] | None
+    shape: tuple[int, ...]
+
+    def fetch(self) -> np.ndarray:
+        """Read the region's runs (coalesced) and return the native unsigned values."""
+        block = self.block
+        spec = block.spec
+        firsts = tuple(sl.start for sl in self.region)
+        counts = tuple(sl.stop - sl.start for sl in self.region)
+        runs = region_runs(block.offset, block.shape, spec.itemsize, firsts, counts)
+        block.source.verify()
+        u = block.source.gather(runs).view(f"u{spec.itemsize}").reshape(counts)
+        return u if self.post is None else u[self.post]
+
+    def narrow(self, index: Any) -> Pending | None:
+        """The pending region of ``self[index]``; None when it cannot stay pending."""
+        if self.post is not None:
+            return None
+        counts = tuple(sl.stop - sl.start for sl in self.region)
+        bound, rel = bounding(index, counts)
+        region = []
+        for sl, b, n in zip(self.region, bound, counts, strict=True):
+            lo, hi, _ = b.indices(n)
+            region.append(slice(sl.start + lo, sl.start + max(hi, lo)))
+        inner = tuple(sl.stop - sl.start for sl in region)
+        # the shape of ``post`` applied to the bounding region, without any data
+        shape = as_strided(np.zeros(1, np.uint8), inner, (0,) * len(inner))[rel].shape
+        return Pending(self.block, tuple(region), rel, shape)
 
 
 def dask_array(block: ImageBlock, chunks: tuple[tuple[int, ...], ...], name: str):

@@ -16,6 +16,7 @@ a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,26 +29,39 @@ __all__ = ["Deviation", "StoredChunk"]
 class StoredChunk:
     """Stored values of one chunk plus how to decode them."""
 
-    __slots__ = ("_memo", "spec", "u")
+    __slots__ = ("_memo", "_pending", "_u", "spec")
     __array_priority__ = 20
 
-    def __init__(self, u: np.ndarray, spec: Any) -> None:
-        self.u = u
+    def __init__(self, u: np.ndarray | None, spec: Any, pending: Any = None) -> None:
+        # ``pending``, instead of ``u``: a region not read yet (remote files), with
+        # ``.shape``, ``.fetch()`` and ``.narrow(index)``. Slicing narrows it, so that the
+        # slice dask applies after the chunk task decides what is fetched, not the chunk.
+        self._u = u
+        self._pending = pending
         self.spec = spec
         self._memo: dict[Any, Any] = {}
+
+    @property
+    def u(self) -> np.ndarray:
+        """The native unsigned view of the stored values (read now if still pending)."""
+        u = self._u
+        if u is None:
+            u = self._u = self._pending.fetch()
+            self._pending = None
+        return u
 
     # -- array protocol -------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.u.shape
+        return self._u.shape if self._u is not None else self._pending.shape
 
     @property
     def ndim(self) -> int:
-        return self.u.ndim
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return self.u.size
+        return math.prod(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -56,10 +70,10 @@ class StoredChunk:
 
     @property
     def nbytes(self) -> int:
-        return self.u.size * self.spec.physical.itemsize
+        return self.size * self.spec.physical.itemsize
 
     def __len__(self) -> int:
-        return self.u.shape[0]
+        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"StoredChunk(shape={self.shape}, stored={self.spec.stored}, dtype={self.dtype})"
@@ -82,6 +96,12 @@ class StoredChunk:
 
     def __getitem__(self, index: Any) -> Any:
         if _is_basic(index):
+            if self._pending is not None:
+                narrowed = self._pending.narrow(index)
+                if narrowed is not None:
+                    if narrowed.shape == ():
+                        return self.decode_scalar(narrowed.fetch())
+                    return StoredChunk(None, self.spec, narrowed)
             view = self.u[index]
             if isinstance(view, np.ndarray):
                 return StoredChunk(view, self.spec)

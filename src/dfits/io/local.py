@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfits.errors import FileChangedError, TruncatedFileError
+from dfits.errors import FileChangedError, MissingFileError, TruncatedFileError
 
 __all__ = ["FileIdentity", "LocalSource"]
 
@@ -51,7 +51,10 @@ class LocalSource:
     def open(cls, path: str | os.PathLike[str]) -> LocalSource:
         """Stat ``path`` and return a source for it (``FileNotFoundError`` if missing)."""
         path = os.fspath(path)
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError as err:
+            raise MissingFileError(f"file {path!r} does not exist") from err
         if not os.path.isfile(path):
             raise IsADirectoryError(f"{path!r} is not a regular file")
         return cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))
