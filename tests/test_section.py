@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dfits
-from dfits.io.writer import ImageWriter
 from dfits.io.ranges import bounding as _bounding
+from dfits.io.writer import ImageWriter
 
 SHAPE = (6, 7, 8)
 

@@ -1,6 +1,8 @@
-"""Runs and coalescing of array regions: exactly the region's bytes, in as few requests as allowed."""
+"""Runs and coalescing of array regions: the region's bytes exactly, in few requests."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -43,14 +45,16 @@ def test_runs_hold_exactly_the_region(region, gap):
     assert [g[0] for g in groups] == [0, *(g[1] for g in groups[:-1])]
     assert groups[-1][1] == len(runs.starts)
     for first, stop, lo, hi in groups:
-        assert lo == runs.starts[first] and hi == runs.starts[stop - 1] + runs.length
-    for (_, _, _, hi), (_, _, lo, _) in zip(groups, groups[1:], strict=False):
+        assert lo == runs.starts[first]
+        assert hi == runs.starts[stop - 1] + runs.length
+    for (_, _, _, hi), (_, _, lo, _) in itertools.pairwise(groups):
         assert lo - hi > gap  # requests closer than the gap would have been merged
 
 
 def test_a_spectrum_through_a_cube_is_one_run_per_channel():
     runs = region_runs(2880, (100, 1024, 1024), 4, (0, 20, 30), (100, 1, 1))
-    assert len(runs.starts) == 100 and runs.length == 4
+    assert len(runs.starts) == 100
+    assert runs.length == 4
     assert len(coalesce(runs, 256 * 1024)) == 100  # 4 MiB planes: nothing to merge
     aperture = region_runs(2880, (100, 1024, 1024), 4, (0, 20, 30), (100, 10, 10))
     assert len(aperture.starts) == 1000
@@ -59,7 +63,8 @@ def test_a_spectrum_through_a_cube_is_one_run_per_channel():
 
 def test_whole_planes_are_one_run():
     runs = region_runs(0, (10, 20, 30), 8, (2, 0, 0), (5, 20, 30))
-    assert runs.starts.tolist() == [2 * 20 * 30 * 8] and runs.length == 5 * 20 * 30 * 8
+    assert runs.starts.tolist() == [2 * 20 * 30 * 8]
+    assert runs.length == 5 * 20 * 30 * 8
     assert coalesce(Runs(np.zeros(0, np.int64), 0), 10) == []
 
 
