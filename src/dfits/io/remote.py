@@ -136,6 +136,9 @@ class FsspecSource:
                     total=None, sock_connect=self.timeout, sock_read=self.timeout
                 ),
             )
+            # 64 KiB (the default) reads cost a Python round trip each: measured on loopback,
+            # 4 MiB reads stream a 256 MiB range at 0.8 GB/s against 0.3 GB/s.
+            client.setdefault("read_bufsize", 4 * 2**20)
             opts["client_kwargs"] = client
         return fsspec.core.url_to_fs(self.url, **opts)
 
@@ -186,11 +189,12 @@ class FsspecSource:
             end = min(end, self.size)
             if offset >= end:
                 return b""
-        return self.read_ranges([(offset, end)], allow_short=self.size is None)[0]
+        data = self.read_ranges([(offset, end)], allow_short=self.size is None)[0]
+        return data if isinstance(data, bytes) else bytes(data)  # headers are parsed as bytes
 
     def read_ranges(
         self, ranges: list[tuple[int, int]], *, allow_short: bool = False
-    ) -> list[bytes]:
+    ) -> list[bytes | bytearray]:
         """Fetch ``[start, stop)`` byte ranges concurrently; each answer checked, retried.
 
         ``allow_short`` accepts fewer bytes (a read past the end of a file of unknown size).
@@ -225,7 +229,7 @@ class FsspecSource:
                     continue
                 n = len(res)
                 if n == stop - start or (allow_short and n < stop - start):
-                    out[i] = bytes(res)
+                    out[i] = res
                 elif n > stop - start:
                     # More bytes than asked: the store answered with something else
                     # (typically the whole object). Retrying would only repeat it.
@@ -298,7 +302,18 @@ class FsspecSource:
             if status != 206:
                 raise _Permanent(f"HTTP {status} {r.reason}")
             self._check_answer(r.headers, start, stop)
-            return await r.read()
+            # Into one buffer of the size asked for: aiohttp's read() joins its pieces at the
+            # end, a second copy that halves the throughput of large chunk reads.
+            want = stop - start
+            buf = bytearray(want)
+            pos = 0
+            async for piece in r.content.iter_any():
+                k = len(piece)
+                if pos + k > want:
+                    raise _Permanent(f"the server sent more than the {want} bytes asked for")
+                buf[pos : pos + k] = piece
+                pos += k
+            return buf if pos == want else buf[:pos]
 
     def _check_answer(self, headers: Any, start: int, stop: int) -> None:
         text = headers.get("Content-Range", "")
