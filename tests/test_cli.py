@@ -75,7 +75,7 @@ def test_moment_maps(cube, tmp_path, order):
         (["stats", "{cube}", "--hdu", "9"], "no HDU 9"),
         (["stats", "{cube}", "--axis", "7"], "out of range"),
         (["moment", "{cube}", "--order", "3", "--out", "{tmp}/x.fits"], "--order must be"),
-        (["header", "{missing}"], "No such file"),
+        (["header", "{missing}"], "no such file"),
     ],
 )
 def test_errors_are_one_line_and_nonzero(cube, tmp_path, argv, message):

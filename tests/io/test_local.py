@@ -55,3 +55,12 @@ def test_open_source_routes_paths_and_urls(blob):
     assert isinstance(open_source(f"file://{blob}"), LocalSource)
     with pytest.raises(FileNotFoundError):
         open_source(blob.parent / "missing.fits")
+
+
+def test_missing_file_is_a_dfits_error_and_a_file_not_found_error(tmp_path):
+    import dfits
+
+    with pytest.raises(dfits.MissingFileError, match=r"nothere\.fits.*no such file") as info:
+        dfits.open(tmp_path / "nothere.fits")
+    assert isinstance(info.value, FileNotFoundError)
+    assert isinstance(info.value, dfits.DfitsError)

@@ -92,21 +92,31 @@ def test_http_spectrum_requests_follow_runs_not_bytes(http, files):
     before = len(http.gets("cube.fits"))
     np.testing.assert_array_equal(hdu.section[:, 20, 30], expected[:, 20, 30])
     assert len(http.gets("cube.fits")) - before == 1
-    # A gap smaller than a plane: one request per channel, each of 2 bytes, and an aperture
-    # of 10 rows still one request per channel (rows coalesced), never channels x rows.
+    # A gap smaller than a plane: 100 runs of 2 bytes. nginx answers multi-range requests
+    # (64 ranges each): 2 requests. The Python server does not: one refused multi-range
+    # request (answered 200, body not read), then one request per channel. Either way an
+    # aperture of 10 rows is still one range per channel (rows coalesced), never 100 x 10.
+    multi = isinstance(http, Nginx)
     with dask.config.set({"dfits.remote.gap": 1024}):
         hdu = dfits.open(url)[0]
         before = len(http.gets("cube.fits"))
         np.testing.assert_array_equal(hdu.section[:, 20, 30], expected[:, 20, 30])
         got = http.gets("cube.fits")[before:]
-        assert len(got) == 100
-        assert sum(r.sent for r in got) == 200
+        if multi:
+            assert [r.status for r in got] == [206, 206]
+            assert sum(r.sent for r in got) < 100 * 200  # 2 bytes a part, plus part headers
+        else:
+            refused = [r for r in got if "," in r.range]
+            assert len(refused) <= 2  # both batches may be in flight before one is refused
+            assert {r.status for r in refused} <= {200}
+            singles = [r for r in got if "," not in r.range]
+            assert len(singles) == 100
+            assert sum(r.sent for r in singles) == 200
         before = len(http.gets("cube.fits"))
         spec = hdu.data[:, 10:20, 30:40].sum(axis=(1, 2)).compute()
         np.testing.assert_allclose(spec, np.nansum(expected[:, 10:20, 30:40], axis=(1, 2)))
         got = http.gets("cube.fits")[before:]
-        assert len(got) == 100
-        assert sum(r.sent for r in got) <= 100 * 10 * 64 * 2
+        assert len(got) == (2 if multi else 100)
 
 
 def test_http_file_changed_after_open_is_an_error(http, tmp_path):

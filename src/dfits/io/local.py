@@ -54,7 +54,7 @@ class LocalSource:
         try:
             st = os.stat(path)
         except FileNotFoundError as err:
-            raise MissingFileError(f"file {path!r} does not exist") from err
+            raise MissingFileError(f"file {path!r}: no such file or directory") from err
         if not os.path.isfile(path):
             raise IsADirectoryError(f"{path!r} is not a regular file")
         return cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))

@@ -51,6 +51,15 @@ _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _BACKOFF = 0.05  # seconds before the second attempt; doubles, capped at 2 s
 
 
+class _NoMultiRange(Exception):
+    """The server did not answer a multi-range request with 206 parts."""
+
+
+#: URLs whose server answered a multi-range request otherwise (per process).
+_SINGLE_RANGE_ONLY: set[str] = set()
+_MAX_PARTS = 64  # ranges per multi-range request: ~1.5 KB of Range header
+
+
 class _Permanent(Exception):
     """A failure that another attempt would repeat (a server ignoring Range, HTTP 403)."""
 
@@ -275,24 +284,56 @@ class FsspecSource:
             async with limit:
                 return await self._http_get(fs, session, url, start, stop)
 
-        return await asyncio.gather(*(one(a, b) for a, b in ranges), return_exceptions=True)
+        async def singles(batch: list[tuple[int, int]]) -> list:
+            return await asyncio.gather(*(one(a, b) for a, b in batch), return_exceptions=True)
 
-    async def _http_get(self, fs: Any, session: Any, url: str, start: int, stop: int) -> bytes:
+        if len(ranges) == 1 or url in _SINGLE_RANGE_ONLY:
+            return await singles(ranges)
+
+        # Many runs (a spectrum, the rows of a cut-out): ask for up to _MAX_PARTS of them in
+        # one multi-range request; a server that answers otherwise gets single ranges.
+        async def multi(batch: list[tuple[int, int]]) -> list:
+            async with limit:
+                return await self._http_multi(fs, session, url, batch)
+
+        batches = [ranges[i : i + _MAX_PARTS] for i in range(0, len(ranges), _MAX_PARTS)]
+        answers = await asyncio.gather(*(multi(b) for b in batches), return_exceptions=True)
+        out: list = []
+        for batch, answer in zip(batches, answers, strict=True):
+            if isinstance(answer, _NoMultiRange):
+                _SINGLE_RANGE_ONLY.add(url)
+                out += await singles(batch)
+            elif isinstance(answer, BaseException):
+                out += [answer] * len(batch)
+            else:
+                out += answer
+        return out
+
+    def _request(self, fs: Any, ranges: str) -> dict[str, Any]:
         kw = dict(fs.kwargs)
         headers = dict(kw.pop("headers", None) or {})
-        headers["Range"] = f"bytes={start}-{stop - 1}"
+        headers["Range"] = f"bytes={ranges}"
         # A compressed answer would not be the stored bytes.
         headers["Accept-Encoding"] = "identity"
-        async with session.get(fs.encode_url(url), headers=headers, **kw) as r:
+        return {"headers": headers, **kw}
+
+    @staticmethod
+    def _status(r: Any, url: str) -> None:
+        status = r.status
+        if status == 404:
+            raise FileNotFoundError(url)
+        if status in (401, 403):
+            raise PermissionError(f"HTTP {status} {r.reason}")
+        if status in _TRANSIENT_STATUS:
+            raise ConnectionError(f"HTTP {status} {r.reason}")
+
+    async def _http_get(self, fs: Any, session: Any, url: str, start: int, stop: int) -> Any:
+        kw = self._request(fs, f"{start}-{stop - 1}")
+        async with session.get(fs.encode_url(url), **kw) as r:
+            self._status(r, url)
             status = r.status
-            if status == 404:
-                raise FileNotFoundError(url)
-            if status in (401, 403):
-                raise PermissionError(f"HTTP {status} {r.reason}")
             if status == 416:
                 return b""  # the range starts past the end: the caller sees a short read
-            if status in _TRANSIENT_STATUS:
-                raise ConnectionError(f"HTTP {status} {r.reason}")
             if status == 200:
                 # The body is the whole file: never download it to find that out.
                 raise _Permanent(
@@ -301,29 +342,51 @@ class FsspecSource:
                 )
             if status != 206:
                 raise _Permanent(f"HTTP {status} {r.reason}")
-            self._check_answer(r.headers, start, stop)
-            # Into one buffer of the size asked for: aiohttp's read() joins its pieces at the
-            # end, a second copy that halves the throughput of large chunk reads.
-            want = stop - start
-            buf = bytearray(want)
-            pos = 0
-            async for piece in r.content.iter_any():
-                k = len(piece)
-                if pos + k > want:
-                    raise _Permanent(f"the server sent more than the {want} bytes asked for")
-                buf[pos : pos + k] = piece
-                pos += k
-            return buf if pos == want else buf[:pos]
+            first, last = self._content_range(r.headers.get("Content-Range", ""), r.headers)
+            if first != start or last > stop - 1:
+                raise _Permanent(f"asked for bytes {start}-{stop - 1}, got {first}-{last}")
+            return await _read_body(r.content, stop - start)
 
-    def _check_answer(self, headers: Any, start: int, stop: int) -> None:
-        text = headers.get("Content-Range", "")
+    async def _http_multi(
+        self, fs: Any, session: Any, url: str, batch: list[tuple[int, int]]
+    ) -> list:
+        import aiohttp
+
+        kw = self._request(fs, ",".join(f"{a}-{b - 1}" for a, b in batch))
+        async with session.get(fs.encode_url(url), **kw) as r:
+            self._status(r, url)
+            if r.status != 206:
+                raise _NoMultiRange  # e.g. 200: multi-range (or Range) not honoured
+            parts: list[tuple[int, Any]] = []
+            if r.headers.get("Content-Type", "").startswith("multipart/byteranges"):
+                reader = aiohttp.MultipartReader(r.headers, r.content)
+                while (part := await reader.next()) is not None:
+                    text = part.headers.get("Content-Range", "")
+                    first, last = self._content_range(text, r.headers)
+                    parts.append((first, await _read_body(part, last - first + 1)))
+            else:  # one part: the server merged the ranges into one span
+                text = r.headers.get("Content-Range", "")
+                first, last = self._content_range(text, r.headers)
+                parts.append((first, await _read_body(r.content, last - first + 1)))
+        out: list = []
+        for a, b in batch:
+            for first, data in parts:
+                if first <= a and b <= first + len(data):
+                    out.append(
+                        data if (first, b - a) == (a, len(data)) else data[a - first : b - first]
+                    )
+                    break
+            else:  # treated as a short read: retried
+                out.append(ConnectionError(f"the multi-range answer lacks bytes {a}-{b - 1}"))
+        return out
+
+    def _content_range(self, text: str, headers: Any) -> tuple[int, int]:
+        """First and last byte of a ``Content-Range``; the file's identity checked on the way."""
         unit, _, spec = text.partition(" ")
         span, _, total = spec.partition("/")
         first, _, last = span.partition("-")
         if unit != "bytes" or not first.isdigit() or not last.isdigit():
             raise _Permanent(f"a 206 answer without a usable Content-Range: {text!r}")
-        if int(first) != start or int(last) > stop - 1:
-            raise _Permanent(f"asked for bytes {start}-{stop - 1}, the server sent {span}")
         etag = headers.get("ETag")
         changed = (self.etag is not None and etag is not None and etag != self.etag) or (
             self.size is not None and total.isdigit() and int(total) != self.size
@@ -333,6 +396,7 @@ class FsspecSource:
                 f"{self.url!r} changed since it was opened (size {self.size} -> {total}, "
                 f"ETag {self.etag!r} -> {etag!r})"
             )
+        return int(first), int(last)
 
     def read_exact(self, offset: int, nbytes: int) -> bytes:
         """Return exactly ``nbytes`` at ``offset`` or raise :class:`TruncatedFileError`."""
@@ -375,6 +439,24 @@ class FsspecSource:
         fs, _ = self._filesystem()
         if not _is_http(fs):
             self.check()
+
+
+async def _read_body(stream: Any, want: int) -> bytearray:
+    """A response (or multipart part) body into one buffer of the size asked for.
+
+    aiohttp's ``read()`` joins its pieces at the end, a second copy that halves the
+    throughput of large chunk reads. Fewer bytes (a dropped connection) come back short.
+    """
+    buf = bytearray(want)
+    pos = 0
+    read = stream.readany if hasattr(stream, "readany") else stream.read_chunk
+    while piece := await read():
+        k = len(piece)
+        if pos + k > want:
+            raise _Permanent(f"the server sent more than the {want} bytes asked for")
+        buf[pos : pos + k] = piece
+        pos += k
+    return buf if pos == want else buf[:pos]
 
 
 def _status(err: BaseException) -> int | None:
