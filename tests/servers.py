@@ -64,13 +64,16 @@ class ScriptedServer:
     status to answer instead (``503``, ``429``), ``"reset"`` (close the connection without an
     answer), ``"short"`` (a 206 whose body stops halfway, then the connection closes),
     ``"stall"`` (accept, then say nothing for ``stall_seconds``). ``ignore_range`` answers every
-    GET with 200 and the whole file.
+    GET with 200 and the whole file; ``multirange`` says how multi-range requests are met.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.faults: list[object] = []
         self.ignore_range = False
+        #: how multi-range GETs are answered: None (200, whole file), "parts" (multipart
+        #: byteranges) or "merge" (one 206 part spanning all the ranges)
+        self.multirange: str | None = None
         self.stall_seconds = 10.0
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -149,7 +152,11 @@ class ScriptedServer:
                     return
                 data = path.read_bytes()
                 size = len(data)
-                span = None if server.ignore_range else parse_range(self.headers.get("Range"), size)
+                header = self.headers.get("Range") or ""
+                if "," in header and server.multirange and not server.ignore_range:
+                    self._multi(path, data, header)
+                    return
+                span = None if server.ignore_range else parse_range(header, size)
                 if span is None:
                     status, body = 200, data
                 elif span[0] >= size:
@@ -178,6 +185,34 @@ class ScriptedServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up on the body (e.g. a 200 it did not want)
+
+            def _multi(self, path: Path, data: bytes, header: str) -> None:
+                size = len(data)
+                spans = [parse_range("bytes=" + p, size) for p in header[6:].split(",")]
+                if server.multirange == "merge":  # one part covering every range asked for
+                    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+                    body = data[lo:hi]
+                    ctype, extra = "application/fits", f"bytes {lo}-{hi - 1}/{size}"
+                else:
+                    parts = []
+                    for a, b in spans:
+                        parts.append(
+                            f"--SEP\r\nContent-Type: application/fits\r\n"
+                            f"Content-Range: bytes {a}-{b - 1}/{size}\r\n\r\n".encode()
+                            + data[a:b]
+                            + b"\r\n"
+                        )
+                    body = b"".join(parts) + b"--SEP--\r\n"
+                    ctype, extra = "multipart/byteranges; boundary=SEP", None
+                self._log(206, len(body))
+                self.send_response(206)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("ETag", self._etag(path))
+                if extra:
+                    self.send_header("Content-Range", extra)
+                self.end_headers()
+                self.wfile.write(body)
 
         self.port = free_port()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)

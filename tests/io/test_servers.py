@@ -246,3 +246,17 @@ def test_s3_object_replaced_after_open_is_an_error(s3):
     s3.put("replaced.fits", other.getvalue())
     with pytest.raises(dfits.FileChangedError, match=r"replaced\.fits.*changed"):
         hdu.data.sum().compute()
+
+
+@pytest.mark.parametrize("mode", ["parts", "merge"])
+def test_multi_range_answers_are_cut_into_the_runs(faulty, files, mode):
+    faulty.multirange = mode
+    expected = _expected(files / "cube.fits")[0]
+    with dask.config.set({"dfits.remote.gap": 1024}):
+        hdu = dfits.open(f"{faulty.url}/cube.fits")[0]
+        before = len(faulty.gets("cube.fits"))
+        np.testing.assert_array_equal(hdu.section[:, 20, 30], expected[:, 20, 30])
+        np.testing.assert_array_equal(hdu.section[5:90, 3:7, 9:60], expected[5:90, 3:7, 9:60])
+    got = faulty.gets("cube.fits")[before:]
+    assert len(got) == 2 + 2  # 100 runs, then 85 runs: two multi-range requests each
+    assert all("," in r.range for r in got)

@@ -367,6 +367,11 @@ class FsspecSource:
             else:  # one part: the server merged the ranges into one span
                 text = r.headers.get("Content-Range", "")
                 first, last = self._content_range(text, r.headers)
+                need = sum(b - a for a, b in batch)
+                if last - first + 1 > 8 * need + 2**20:
+                    # far more than asked (a spectrum's channels merged into most of a
+                    # cube): single ranges cost less than downloading that span
+                    raise _NoMultiRange
                 parts.append((first, await _read_body(r.content, last - first + 1)))
         out: list = []
         for a, b in batch:
