@@ -292,7 +292,11 @@ class Header(Mapping[str, Any]):
         return self._index().names.count(_normalize(key))
 
     def tostring(self) -> bytes:
-        """The bytes this header was built from (END card and padding included)."""
+        """The bytes this header was built from.
+
+        For headers read from a file (``hdu.header``): the cards through the END card; the
+        blank padding to the 2880-byte block is not kept.
+        """
         return self._raw
 
     def to_astropy(self) -> fits.Header:

@@ -31,8 +31,10 @@ Bad input (see ``DESIGN.md``; every message names the file, HDU, keyword or offs
 
 from __future__ import annotations
 
+import gc
 import math
 import mmap
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +42,7 @@ from operator import itemgetter
 from typing import TypeVar
 
 from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileError, where
-from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, find_end
+from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, KeywordIndex, find_end
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.header import MANDATORY, Header, check_mandatory, index_cards
 
@@ -72,6 +74,7 @@ Buffer = bytes | mmap.mmap
 # Caches shared between HDUs, cleared when full: 10,000 alike extensions parse one header.
 _PLANS: dict[object, tuple[Callable[[bytes], tuple[bytes, ...]] | None, int]] = {}
 _MAX_KEY_BYTES = 16 * 1024
+_PLAIN_INT = re.compile(rb" *([+-]?[0-9]{1,18}) *(?:/[ -~]*)?")
 _FACTS: dict[tuple, _Facts] = {}
 
 
@@ -203,14 +206,14 @@ def _not_fits(head: bytes, filename: str) -> None:
 def _read_header(
     win: _Window, buf: Buffer, base: int, pos: int, index: int, filename: str
 ) -> tuple[bytes, int, int]:
-    """Header at ``pos`` (whole blocks, or to the end), its card count and data offset."""
+    """Header at ``pos`` (through its END card), its card count and data offset."""
     need = BLOCK_SIZE
     while True:
         rel = pos - base
         end = find_end(buf, rel, rel + need)
         if end >= 0:
             data_offset = pos - (-(end - rel + CARD_SIZE) // BLOCK_SIZE) * BLOCK_SIZE
-            return buf[rel : data_offset - base], (end - rel) // CARD_SIZE, data_offset
+            return buf[rel : end + CARD_SIZE], (end - rel) // CARD_SIZE, data_offset
         have = len(buf) - rel
         if have < need or need >= MAX_HEADER_BYTES:
             searched = min(have, need)
@@ -268,6 +271,26 @@ def scan(
     >>> [(h.kind, h.shape, h.data_offset, h.data_size) for h in layout.hdus]
     [('primary', (3,), 2880, 6)]
     """
+    # The scan creates a few objects per HDU and no reference cycles; the cyclic collector
+    # would still walk every live object each time they pile up (measured: 7 % of opening
+    # 10,000 HDUs). Paused for the scan only, and only if it was running.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _scan(read_at, size, filename, progress, whole)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _scan(
+    read_at: Callable[[int, int], bytes],
+    size: int | None,
+    filename: str,
+    progress: Callable[[int, int | None, int], None] | None,
+    whole: Buffer | None,
+) -> FileLayout:
     win = _Window(read_at, size, whole)
     hdus: list[HDULayout] = []
     memo = _Memo()
@@ -292,7 +315,9 @@ def scan(
         end = buf.find(END_CARD, rel, rel + BLOCK_SIZE)
         if end >= 0 and not (end - rel) % CARD_SIZE:
             ncards = (end - rel) // CARD_SIZE
-            raw = buf[rel : rel + BLOCK_SIZE]
+            # Through the END card: the padding is blanks, and 10,000 small headers would
+            # otherwise hold 2880 bytes each (measured: 13 % of the scan in a fresh process).
+            raw = buf[rel : end + CARD_SIZE]
             data_offset = pos + BLOCK_SIZE
         else:
             raw, ncards, data_offset = _read_header(win, buf, base, pos, index, filename)
@@ -407,7 +432,7 @@ def _build_hdu(
                 key = None
         memo.key, memo.facts = (key, facts) if key is not None else ((), None)
     kind, xtension, name, bitpix, shape, data_size, decode = facts
-    ver = header.value_at(extver) if extver >= 0 else 1
+    ver = _extver(header, raw, keywords, extver) if extver >= 0 else 1
     # Frozen dataclasses set each field through object.__setattr__, which costs as much as
     # the rest of a small HDU's scan; fill the instance dict directly instead.
     hdu = _new(HDULayout)
@@ -417,6 +442,18 @@ def _build_hdu(
         data_size=data_size, bitpix=bitpix, shape=shape, header=header, decode=decode,
     )  # fmt: skip
     return hdu
+
+
+def _extver(header: Header, raw: bytes, keywords: KeywordIndex, i: int) -> object:
+    # EXTVER differs in every extension, so its value is never in the parse cache: read a
+    # plain integer field directly (fixed or free format, optional comment); anything else
+    # goes through the full card parser.
+    start = (i if keywords.starts is None else keywords.starts[i]) * CARD_SIZE
+    if raw[start + 8 : start + 10] == b"= ":
+        m = _PLAIN_INT.fullmatch(raw, start + 10, start + CARD_SIZE)
+        if m is not None:
+            return int(m[1])
+    return header.value_at(i)
 
 
 def _plan(header: Header) -> tuple[Callable[[bytes], tuple[bytes, ...]] | None, int]:
