@@ -29,6 +29,9 @@ _IMAGE_KINDS = ("primary", "image")
 class HDU:
     """One header-data unit: header, geometry and lazy access to the data."""
 
+    # A file may hold 10,000 of these; no per-instance dict.
+    __slots__ = ("_file", "layout")
+
     def __init__(self, file: FitsFile, layout: HDULayout) -> None:
         self._file = file
         self.layout = layout
