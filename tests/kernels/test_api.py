@@ -164,3 +164,16 @@ def test_sum_accuracy_1e7():
 def test_sum_accuracy_1e8():
     got, exact, scale = _accuracy_case(10**8)
     assert abs(got - exact) <= 100 * np.finfo(float).eps * scale
+
+
+@pytest.mark.parametrize("nb", [3, 4, 258, 601])
+def test_column_sums_over_many_rows(spec, rng, nb):
+    # moment maps: the middle axis reduced in tiles of 4 rows, blocks of 256 compensated
+    raw = make_stored(spec, (2, nb, 37), rng)
+    for skipna in (False, True):
+        total, n = kernels.sum_count(uview(raw), spec, 1, skipna=skipna)
+        want = oracle.COMPARISONS["nansum" if skipna else "sum"](raw, spec, 1)
+        rtol = 1e-6 if spec.physical == np.float32 and spec.mode == "scaled" else 1e-12
+        np.testing.assert_allclose(total, want, rtol=rtol, atol=1e-9)
+        want_n = oracle.COMPARISONS["count"](raw, spec, 1) if skipna else np.full((2, 37), nb)
+        np.testing.assert_array_equal(n, want_n)

@@ -89,7 +89,37 @@ def sum_kernels(kind: Kind, skipna: bool):
                 for b0 in range(0, nb, _ROWS_PER_TILE):
                     b1 = min(b0 + _ROWS_PER_TILE, nb)
                     part[:w] = 0.0
-                    for b in range(b0, b1):
+                    first = b0
+                    # Four rows per pass: the tile accumulators are loaded and stored once per
+                    # four values instead of once per value (measured: the moment-0 kernel
+                    # ran at 0.5x the speed of the full sum before, 0.8x after).
+                    while first + 4 <= b1:
+                        r0 = u[a, first, c0:c1]
+                        r1 = u[a, first + 1, c0:c1]
+                        r2 = u[a, first + 2, c0:c1]
+                        r3 = u[a, first + 3, c0:c1]
+                        if check:
+                            for c in range(w):
+                                x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
+                                k0, k1 = valid(x0, blank), valid(x1, blank)
+                                k2, k3 = valid(x2, blank), valid(x3, blank)
+                                v0 = f64(x0, scale, zero, blank) if k0 else 0.0
+                                v1 = f64(x1, scale, zero, blank) if k1 else 0.0
+                                v2 = f64(x2, scale, zero, blank) if k2 else 0.0
+                                v3 = f64(x3, scale, zero, blank) if k3 else 0.0
+                                part[c] += (v0 + v1) + (v2 + v3)
+                                cnt[c] += (np.int64(k0) + np.int64(k1)) + (
+                                    np.int64(k2) + np.int64(k3)
+                                )
+                        else:
+                            for c in range(w):
+                                part[c] += (
+                                    f64(r0[c], scale, zero, blank) + f64(r1[c], scale, zero, blank)
+                                ) + (
+                                    f64(r2[c], scale, zero, blank) + f64(r3[c], scale, zero, blank)
+                                )
+                        first += 4
+                    for b in range(first, b1):
                         # a 1-D row slice keeps the inner loop simple enough to vectorise
                         row = u[a, b, c0:c1]
                         if check:
