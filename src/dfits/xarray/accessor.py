@@ -201,7 +201,10 @@ class FitsDataArrayAccessor:
         else:
             v0 = v.mean() if v.size else 0.0
             dv = _weights(v - v0, axis, x.ndim)
+            # Pixels with no emission (all NaN, masked or cut by the threshold) have Σ I = 0:
+            # NaN there, without numpy's divide warning in every notebook cell.
             s0 = da.nansum(x, axis=axis)
+            s0 = da.where(s0 == 0, np.nan, s0)
             m1 = da.nansum(x * dv, axis=axis) / s0
             if order == 1:
                 out = m1 + v0
