@@ -64,3 +64,10 @@ def test_missing_file_is_a_dfits_error_and_a_file_not_found_error(tmp_path):
         dfits.open(tmp_path / "nothere.fits")
     assert isinstance(info.value, FileNotFoundError)
     assert isinstance(info.value, dfits.DfitsError)
+
+
+def test_directory_is_a_dfits_error(tmp_path):
+    import dfits
+
+    with pytest.raises(dfits.MissingFileError, match="a directory"):
+        dfits.open(tmp_path)

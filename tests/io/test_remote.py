@@ -139,3 +139,16 @@ def st_chunks():
     from hypothesis import strategies as st
 
     return st.sampled_from([(6, 7, 8), (2, 7, 8), (1, 3, 8), (4, 2, 3)])
+
+
+@pytest.mark.parametrize(
+    ("url", "error", "message"),
+    [
+        ("nosuchproto://x/y.fits", dfits.UnsupportedError, r"nosuchproto://x/y\.fits.*Protocol"),
+        ("memory://", dfits.MissingFileError, r"a directory"),
+        ("memory://dfits-test/nothere.fits", dfits.MissingFileError, r"nothere\.fits.*no such"),
+    ],
+)
+def test_bad_urls_are_dfits_errors_naming_the_url(url, error, message):
+    with pytest.raises(error, match=message):
+        dfits.open(url)

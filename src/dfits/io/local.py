@@ -56,7 +56,7 @@ class LocalSource:
         except FileNotFoundError as err:
             raise MissingFileError(f"file {path!r}: no such file or directory") from err
         if not os.path.isfile(path):
-            raise IsADirectoryError(f"{path!r} is not a regular file")
+            raise MissingFileError(f"file {path!r}: a directory (or device), not a regular file")
         return cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))
 
     @property

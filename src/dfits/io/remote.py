@@ -33,6 +33,7 @@ from dfits.errors import (
     MissingFileError,
     RemoteReadError,
     TruncatedFileError,
+    UnsupportedError,
 )
 from dfits.io.ranges import Runs, coalesce
 
@@ -98,7 +99,14 @@ class FsspecSource:
         opts = tuple(sorted((storage_options or {}).items()))
         settings = _settings()
         probe = cls(url, opts, **settings)
+        try:
+            probe._filesystem()
+        except (ValueError, ImportError) as err:
+            # an unknown protocol, or one whose fsspec implementation is not installed
+            raise UnsupportedError(f"{url!r}: cannot open this URL: {err}") from err
         info = probe._info()
+        if info.get("type") == "directory":
+            raise MissingFileError(f"{url!r}: a directory (bucket or prefix), not a file")
         size = info.get("size")
         etag = info.get("ETag") or info.get("etag")
         return cls(
