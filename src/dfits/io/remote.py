@@ -1,7 +1,7 @@
 """Remote files through fsspec: byte ranges coalesced, checked, and retried.
 
 A :class:`FsspecSource` pickles as (URL, storage options, identity, settings); each process
-builds its filesystem object on first use (fsspec caches instances). Reads come in batches of
+builds its filesystem object on use (fsspec caches the instances). Reads come in batches of
 byte ranges (:meth:`FsspecSource.read_ranges`) fetched concurrently, and every answer is
 checked:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -91,7 +91,6 @@ class FsspecSource:
     timeout: float = DEFAULTS["timeout"]
     gap: int = DEFAULTS["gap"]
     concurrency: int = DEFAULTS["concurrency"]
-    _fs: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def open(cls, url: str, storage_options: dict[str, Any] | None = None) -> FsspecSource:
@@ -116,15 +115,6 @@ class FsspecSource:
             str(etag) if etag else None,
             **settings,
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_fs"] = None  # filesystems hold event loops and sessions: rebuilt per process
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for key, value in state.items():
-            object.__setattr__(self, key, value)
 
     @property
     def path(self) -> str:
