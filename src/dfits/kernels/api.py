@@ -142,25 +142,36 @@ def _run(
 
 
 def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
-    """Float64 sums and int64 counts of (valid, with ``skipna``) values over ``axis``."""
+    """Float64 sums and int64 counts of (valid, with ``skipna``) values over ``axis``.
+
+    When no value can be missing from the count (``skipna`` off, or an encoding without NaN
+    or BLANK) the counts are all alike and come back as a read-only broadcast array.
+    """
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
-    out_sum = np.zeros(shape)
-    out_n = np.zeros(shape, np.int64)
     if u.size == 0:
-        return out_sum, out_n
+        return np.zeros(shape), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
         return _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna)
     rows, cols = sum_kernels(kind, skipna)
+    counted = skipna and kind.can_be_missing
+    outs = [np.zeros(shape)] + ([np.zeros(shape, np.int64)] if counted else [])
 
-    def call(form, v, outs):
-        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs)
+    def call(form, v, outs_):
+        if counted:
+            n_out = outs_[1]
+        else:  # not written by ``cols``; ``rows`` writes one count per row
+            n_out = np.empty(v.shape[0] if form == "rows" else (0, 0), np.int64)
+        (rows if form == "rows" else cols)(v, scale, zero, blank, outs_[0], n_out)
 
     def combine(parts, _):
-        return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
+        return [np.sum([p[k] for p in parts], axis=0) for k in range(len(outs))]
 
-    return tuple(_run(u, axes, [out_sum, out_n], call, combine))
+    res = _run(u, axes, outs, call, combine)
+    if counted:
+        return res[0], res[1]
+    return res[0], np.broadcast_to(np.int64(np.prod([u.shape[a] for a in axes])), shape)
 
 
 def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna):
