@@ -172,7 +172,14 @@ class FitsFile(Sequence[HDU]):
         return hdu
 
     def __iter__(self) -> Iterator[HDU]:
-        return (self._hdu(i) for i in range(len(self._hdus)))
+        hdus = self._hdus
+        if None in hdus:
+            # one pass makes every wrapper: a walk over 10,000 HDUs pays no generator frames
+            layouts = self.layout.hdus
+            for i, h in enumerate(hdus):
+                if h is None:
+                    hdus[i] = HDU(self, layouts[i])
+        return iter(hdus)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
