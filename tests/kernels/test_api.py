@@ -177,3 +177,43 @@ def test_column_sums_over_many_rows(spec, rng, nb):
         np.testing.assert_allclose(total, want, rtol=rtol, atol=1e-9)
         want_n = oracle.COMPARISONS["count"](raw, spec, 1) if skipna else np.full((2, 37), nb)
         np.testing.assert_array_equal(n, want_n)
+
+
+def _check_weighted(raw, spec, axis, rng):
+    weights = rng.standard_normal(raw.shape[axis])
+    for threshold in (None, 0.0):
+        got = kernels.weighted_sums(uview(raw), spec, axis, weights, threshold=threshold)
+        want = oracle.weighted_sums(raw, spec, axis % 3, weights, threshold)
+        assert got.shape == want.shape == (3, *np.delete(raw.shape, axis % 3))
+        # both add float64 values (astropy's float32 rounding of scaled data included), in
+        # different orders
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_weighted_sums_match_oracle(spec, rng, axis):
+    # read-only: what chunk maps are
+    _check_weighted(views(make_stored(spec, (5, 7, 9), rng))["readonly"], spec, axis, rng)
+
+
+@pytest.mark.parametrize("encoding", [(16, 0.5, 3.0, -5), (-32, None, None, None)], ids=str)
+@pytest.mark.parametrize(("axis", "layout"), [(1, "strided"), (2, "reversed"), (0, "reversed")])
+def test_weighted_sums_strided(rng, encoding, axis, layout):
+    spec = parse_decode_spec(*encoding)[0]
+    _check_weighted(views(make_stored(spec, (5, 7, 9), rng))[layout], spec, axis, rng)
+
+
+def test_weighted_sums_edges(rng):
+    spec = parse_decode_spec(-32, None, None, None)[0]
+    raw = np.full((3, 4), np.nan, ">f4")
+    got = kernels.weighted_sums(uview(raw), spec, 0, np.ones(3))
+    np.testing.assert_array_equal(got, np.zeros((3, 4)))  # all missing: empty sums
+    empty = kernels.weighted_sums(uview(raw[:0]), spec, 0, np.ones(0))
+    assert empty.shape == (3, 4)
+    assert not empty.any()
+    with pytest.raises(ValueError, match="weights must have shape"):
+        kernels.weighted_sums(uview(raw), spec, 1, np.ones(3))
+    inf = np.array([[1.0, np.inf], [-np.inf, 2.0]], ">f4")
+    got = kernels.weighted_sums(uview(inf), spec, 0, np.array([1.0, 2.0]))
+    want = oracle.weighted_sums(inf, spec, 0, [1.0, 2.0])
+    np.testing.assert_array_equal(got, want)

@@ -15,6 +15,7 @@ from dfits.kernels.api import (
     moments,
     normalize_axis,
     sum_count,
+    weighted_sums,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "moments",
     "normalize_axis",
     "sum_count",
+    "weighted_sums",
 ]

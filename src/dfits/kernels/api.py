@@ -19,6 +19,7 @@ from dfits.kernels._shape import layout_for
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
 from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
+from dfits.kernels.weighted import weighted_kernels
 
 __all__ = [
     "Spec",
@@ -29,6 +30,7 @@ __all__ = [
     "moments",
     "normalize_axis",
     "sum_count",
+    "weighted_sums",
 ]
 
 
@@ -229,6 +231,30 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
         (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
 
     return tuple(_run(u, axes, outs, call, combine_moments))
+
+
+def weighted_sums(
+    u: np.ndarray, spec: Spec, axis: int, weights: np.ndarray, *, threshold: float | None = None
+) -> np.ndarray:
+    """``Σ I``, ``Σ I·w`` and ``Σ I·w²`` over one axis, stacked first.
+
+    ``weights`` has one value per position along ``axis``. NaN, BLANK and values below
+    ``threshold`` are left out. Returns float64 of shape ``(3, *kept axes)``.
+    """
+    kind, scale, zero, blank = _params(u, spec)
+    (ax,) = normalize_axis(axis, u.ndim)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (u.shape[ax],):
+        raise ValueError(f"weights must have shape ({u.shape[ax]},), not {w.shape}")
+    outer = int(np.prod(u.shape[:ax]))
+    inner = int(np.prod(u.shape[ax + 1 :]))
+    out = np.zeros((3, outer, inner))
+    if u.size:
+        # a view for any chunk dask hands us; an odd strided slice is copied (stored bytes)
+        v = u.reshape(outer, u.shape[ax], inner)
+        thr = -np.inf if threshold is None else float(threshold)
+        weighted_kernels(kind)(v, w, scale, zero, blank, thr, out)
+    return out.reshape((3, *_kept_shape(u, (ax,))))
 
 
 def combine_moments(parts, _sub_size: int = 0):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COMPARISONS", "decode"]
+__all__ = ["COMPARISONS", "decode", "weighted_sums"]
 
 
 def decode(stored: np.ndarray, spec: Any) -> np.ndarray:
@@ -50,3 +50,15 @@ COMPARISONS = {
     "nanmin": lambda s, spec, ax: np.nanmin(decode(s, spec), axis=ax),
     "nanmax": lambda s, spec, ax: np.nanmax(decode(s, spec), axis=ax),
 }
+
+
+def weighted_sums(stored, spec, axis, weights, threshold=None):
+    """``Σ I``, ``Σ I·w`` and ``Σ I·w²`` along ``axis`` of float64 physical values, NaN and
+    values below ``threshold`` left out, stacked first."""
+    v = _f64(stored, spec)
+    with np.errstate(invalid="ignore"):
+        v = np.where(v >= threshold if threshold is not None else ~np.isnan(v), v, np.nan)
+    shape = [1] * v.ndim
+    shape[axis] = len(weights)
+    w = np.asarray(weights, dtype=np.float64).reshape(shape)
+    return np.stack([np.nansum(v * w**p, axis=axis) for p in (0, 1, 2)])
