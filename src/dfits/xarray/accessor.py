@@ -92,12 +92,6 @@ def _rebuild(obj: xr.DataArray) -> Any:
     return x if x.shape == obj.shape else None
 
 
-def _weights(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
-    shape = [1] * ndim
-    shape[axis] = values.size
-    return values.reshape(shape)
-
-
 class FitsDataArrayAccessor:
     """``da.fits``: FITS header, WCS and cube science on a DataArray opened by dfits."""
 
@@ -177,6 +171,8 @@ class FitsDataArrayAccessor:
         """
         import dask.array as da
 
+        from dfits.array.weighted import weighted_sums
+
         if order not in (0, 1, 2):
             raise ValueError(f"moment order must be 0, 1 or 2, not {order!r}")
         obj = self._obj
@@ -191,25 +187,20 @@ class FitsDataArrayAccessor:
         axis = obj.get_axis_num(dim)
         v = obj[dim].values.astype(float) if dim in obj.coords else np.arange(obj.sizes[dim])
         x = _fused(obj)
-        if x.dtype != np.float64:  # sums of float32 channels lose digits: decode to float64
-            x = x.astype(np.float64)
-        if threshold is not None:
-            x = da.where(x >= threshold, x, np.nan)
+        # One pass over the stored values: Σ I, Σ I·w (and Σ I·w²) per pixel, with NaN, BLANK
+        # and values below the threshold left out, accumulated in float64 by the fused kernel.
         if order == 0:
             width = np.abs(np.gradient(v)) if v.size > 1 else np.ones(v.size)
-            out = da.nansum(x * _weights(width, axis, x.ndim), axis=axis)
+            out = weighted_sums(x, axis, width, threshold=threshold)[1]
         else:
             v0 = v.mean() if v.size else 0.0
-            dv = _weights(v - v0, axis, x.ndim)
+            sums = weighted_sums(x, axis, v - v0, threshold=threshold)
             # Pixels with no emission (all NaN, masked or cut by the threshold) have Σ I = 0:
             # NaN there, without numpy's divide warning in every notebook cell.
-            s0 = da.nansum(x, axis=axis)
-            s0 = da.where(s0 == 0, np.nan, s0)
-            m1 = da.nansum(x * dv, axis=axis) / s0
-            if order == 1:
-                out = m1 + v0
-            else:
-                out = da.sqrt(da.maximum(da.nansum(x * dv**2, axis=axis) / s0 - m1**2, 0))
+            s0 = da.where(sums[0] == 0, np.nan, sums[0])
+            m1 = sums[1] / s0
+            # Order 2 is the spread about the centroid; rounding can take s2/s0 − m1² below 0.
+            out = m1 + v0 if order == 1 else da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
         return self._reduced(
             obj, out, (dim,), f"moment{order}", self._moment_units(obj, dim, order)
         )

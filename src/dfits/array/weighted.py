@@ -1,0 +1,72 @@
+"""Weighted sums along one axis of a dask array: the one-pass core of moment maps.
+
+Each block gives ``Σ I``, ``Σ I·w`` (and ``Σ I·w²``) over its stretch of the axis: blocks read
+from a FITS file (:class:`~dfits.array.stored.StoredChunk`) through the fused kernel on their
+stored bytes, any other block (numpy, an in-memory cube) with numpy in float64. dask's own sum
+tree then adds the per-block partials, so graphs, scheduling and memory stay dask's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dfits import kernels
+from dfits.array.stored import StoredChunk
+
+__all__ = ["weighted_sums"]
+
+
+def weighted_sums(x: Any, axis: int, weights: np.ndarray, *, threshold: float | None = None) -> Any:
+    """Return a dask array ``(3, *kept axes)``: ``Σ I``, ``Σ I·w`` and ``Σ I·w²``.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        Values ``I``; NaN (and BLANK, for FITS data) are left out of every sum.
+    axis : int
+        The axis summed over.
+    weights : numpy.ndarray
+        One weight per position along ``axis`` (float64).
+    threshold : float, optional
+        Values below it are left out too.
+    """
+    import dask.array as da
+
+    (axis,) = kernels.normalize_axis(axis, x.ndim)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (x.shape[axis],):
+        raise ValueError(f"weights must have shape ({x.shape[axis]},), not {w.shape}")
+    wd = da.from_array(w, chunks=(x.chunks[axis],))
+    ind = tuple(range(1, x.ndim + 1))
+    parts = da.blockwise(
+        _block_sums, (0, *ind),
+        x, ind,
+        wd, (ind[axis],),
+        new_axes={0: 3},
+        adjust_chunks={ind[axis]: 1},
+        dtype=np.float64,
+        meta=np.empty((0,) * (x.ndim + 1)),
+        axis=axis, threshold=threshold,
+    )  # fmt: skip
+    return parts.sum(axis=axis + 1)
+
+
+def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None):
+    if isinstance(block, StoredChunk):
+        block.spec.check()
+        out = kernels.weighted_sums(block.u, block.spec, axis, w, threshold=threshold)
+    else:
+        out = _numpy_sums(np.asarray(block, dtype=np.float64), axis, w, threshold)
+    return np.expand_dims(out, axis + 1)
+
+
+def _numpy_sums(v: np.ndarray, axis: int, w: np.ndarray, threshold: float | None):
+    with np.errstate(invalid="ignore"):
+        keep = v >= threshold if threshold is not None else ~np.isnan(v)
+    v = np.where(keep, v, 0.0)
+    shape = [1] * v.ndim
+    shape[axis] = w.size
+    wb = w.reshape(shape)
+    return np.stack([v.sum(axis=axis), (v * wb).sum(axis=axis), (v * (wb * wb)).sum(axis=axis)])
