@@ -137,6 +137,7 @@ def _cmd_moment(args: argparse.Namespace) -> int:
     from dask.diagnostics import ProgressBar
 
     import dfits
+    from dfits.array import weighted_sums
     from dfits.io.writer import ImageWriter
 
     if args.order not in (0, 1, 2):
@@ -147,21 +148,16 @@ def _cmd_moment(args: argparse.Namespace) -> int:
         raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {x.ndim}-d")
     axis = args.axis if args.axis is not None else 0
     coord, cdelt, unit = _spectral_axis(hdu.header, x.ndim, axis)
-    shape = [1] * x.ndim
-    shape[axis] = -1
-    v = coord.reshape(shape)
-    if args.clip is not None:
-        x = da.where(x >= args.clip, x, np.nan)
-    m0 = da.nansum(x, axis=axis)
+    # One pass of the fused kernel per chunk: Σ I, Σ I·(ν−ν̄), Σ I·(ν−ν̄)² per pixel, NaN/BLANK and
+    # values under --clip left out; centring on ν̄ keeps the order-2 difference well conditioned.
+    v0 = float(coord.mean())
+    sums = weighted_sums(x, axis, coord - v0, threshold=args.clip)
     if args.order == 0:
-        result = m0 * abs(cdelt)
+        result = sums[0] * abs(cdelt)
     else:
-        m1 = da.nansum(x * v, axis=axis) / m0
-        if args.order == 1:
-            result = m1
-        else:
-            var = da.nansum(x * (v - da.expand_dims(m1, axis)) ** 2, axis=axis) / m0
-            result = da.sqrt(var)
+        s0 = da.where(sums[0] == 0, np.nan, sums[0])
+        m1 = sums[1] / s0
+        result = m1 + v0 if args.order == 1 else da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
     show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
     with show, dask.config.set(scheduler="threads"):
         image = np.asarray(result.compute(), dtype=np.float32)
