@@ -1,7 +1,7 @@
 """Remote and cluster figures: loopback HTTP against the local file, astropy over fsspec, and
 dask.distributed scaling.
 
-    python benchmarks/remote.py [--runs 5] [--tmpdir DIR] [--cases http,cluster]
+    python benchmarks/remote.py [--runs 5] [--tmpdir DIR] [--cases http,cluster] [--cluster-gib 1]
 
 ``http``: the 1 GiB float32 cube of ``compare.py`` (256 x 1024 x 1024) is served by nginx on
 127.0.0.1 (the Python range server of the tests when nginx is missing). Each timed run is a
@@ -16,8 +16,9 @@ fresh process; right before it the file is read into the page cache. Cases:
 ``cluster``: moment-1 (intensity-weighted mean channel, in float64) of the same cube on a
 ``LocalCluster`` of 1 then 2 single-threaded worker processes, interleaved; written two ways:
 ``dask`` as a user would in plain dask (``Σ I·v / Σ I`` with float64 temporaries) and ``fused``
-through :func:`dfits.array.weighted_sums` (one pass of the fused kernel per chunk, what
-``.fits.moment(1)`` runs); and the pickled size of the graph's chunk tasks.
+through :func:`dfits.array.weighted_sums` on ``hdu.to_dask(reduce_axis=0)`` (one pass of the
+fused kernel per chunk, on chunks planned for the reduction: what ``.fits.moment(1)`` runs);
+and the pickled size of the graph's chunk tasks.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def cluster_figures(path: Path, runs: int) -> dict:
     graph = dict(x.__dask_graph__())
     sizes = [len(pickle.dumps(v, protocol=5)) for v in graph.values()]
     out: dict = {"task_bytes": statistics.median(sizes), "tasks": len(sizes), "times": {}}
+    out["cube"] = f"{' x '.join(map(str, x.shape))} {x.dtype}, {x.nbytes / 2**30:.0f} GiB"
     clusters = {}
     try:
         for n in (1, 2):
@@ -155,7 +157,10 @@ def cluster_figures(path: Path, runs: int) -> dict:
                     with Client(clusters[n]) as client:
                         client.run(lambda: None)
                         t0 = time.perf_counter()
-                        value = moment1(dfits.open(path)[0].data, how).mean().compute()
+                        hdu = dfits.open(path)[0]
+                        # fused: chunks planned for the reduction, as .fits.moment() does
+                        x = hdu.to_dask(reduce_axis=0) if how == "fused" else hdu.data
+                        value = moment1(x, how).mean().compute()
                         dt = time.perf_counter() - t0
                     out["times"].setdefault(how, {}).setdefault(n, []).append(dt)
                     out.setdefault("value", {})[how] = float(value)
@@ -196,7 +201,7 @@ def report(http: dict | None, cluster: dict | None) -> str:
             f"{med['spectrum/astropy'] / med['spectrum/dfits-http']:.1f}x faster",
         ]
     if cluster:
-        lines.append("")
+        lines += ["", f"cluster case on a {cluster['cube']} cube:"]
         for how, times in cluster["times"].items():
             t1, t2 = (statistics.median(times[n]) for n in (1, 2))
             lines.append(
@@ -215,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tmpdir", type=Path, default=Path(tempfile.gettempdir()))
     ap.add_argument("--cases", default="http,cluster")
+    ap.add_argument(
+        "--cluster-gib",
+        type=int,
+        default=1,
+        help="size of the cube for the cluster case (GiB; 256 channels, square planes)",
+    )
     ap.add_argument("--worker", nargs=4, metavar=("CASE", "TOOL", "TARGET", "WARM"))
     args = ap.parse_args(argv)
     if args.worker:
@@ -225,7 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     cases = set(args.cases.split(","))
     warm = ensure_file(args.tmpdir, "cube", 2 * 2**30, True)
     http = http_figures(path, warm, args.runs) if "http" in cases else None
-    cluster = cluster_figures(path, args.runs) if "cluster" in cases else None
+    if "cluster" in cases:
+        big = (
+            path
+            if args.cluster_gib == 1
+            else ensure_file(args.tmpdir, "cube", 2 * args.cluster_gib * 2**30, False)
+        )
+        cluster = cluster_figures(big, args.runs)
+    else:
+        cluster = None
     print(report(http, cluster))
     return 0
 

@@ -301,3 +301,27 @@ def test_default_chunks_follow_the_file(tmp_path):
         x = dfits.open(path)[0].data
     assert x.chunks[1:] == ((128,), (128,))
     assert set(x.chunks[0][:-1]) == {16}
+
+
+def test_to_dask_plans_chunks_for_a_reduction(tmp_path):
+    import dask
+
+    path = Path(tmp_path) / "cube.fits"
+    data = np.random.default_rng(5).random((80, 64, 128)).astype(np.float32)
+    with ImageWriter(path, data.shape, ">f4") as out:
+        out.write(data)
+    with dask.config.set({"array.chunk-size": "64KiB"}):
+        hdu = dfits.open(path)[0]
+        assert hdu.data.chunks[0][0] == 2  # 2-plane slabs: float64 partials outweigh the data
+        x = hdu.to_dask(reduce_axis=0)
+        assert x.chunks[0] == (64, 16)
+        assert x.chunks[2] == (128,)
+        np.testing.assert_allclose(
+            x.sum(axis=0).compute(), data.sum(axis=0, dtype=float), rtol=1e-6
+        )
+        np.testing.assert_array_equal(x.compute(), data)
+        # explicit chunks win, at open or here
+        assert dfits.open(path, chunks=(5, -1, -1))[0].to_dask(reduce_axis=0).chunks[0][0] == 5
+        assert hdu.to_dask((7, -1, -1), reduce_axis=0).chunks[0][0] == 7
+        with pytest.raises(np.exceptions.AxisError):
+            hdu.to_dask(reduce_axis=3)

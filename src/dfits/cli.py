@@ -148,6 +148,7 @@ def _cmd_moment(args: argparse.Namespace) -> int:
         raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {x.ndim}-d")
     axis = args.axis if args.axis is not None else 0
     coord, cdelt, unit = _spectral_axis(hdu.header, x.ndim, axis)
+    x = hdu.to_dask(reduce_axis=axis)  # chunks deep along the axis: small partials
     # One pass of the fused kernel per chunk: Σ I, Σ I·(ν−ν̄), Σ I·(ν−ν̄)² per pixel, NaN/BLANK and
     # values under --clip left out; centring on ν̄ keeps the order-2 difference well conditioned.
     v0 = float(coord.mean())

@@ -11,9 +11,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from dfits.array.build import ImageBlock, dask_array
-from dfits.array.chunks import normalize
+from dfits.array.chunks import normalize, reduction_chunks
 from dfits.errors import HDUNotFoundError, UnsupportedError, where
 from dfits.format.header import Header
 from dfits.format.layout import FileLayout, HDULayout, scan
@@ -110,17 +111,16 @@ class HDU:
             spec.check()
         return ImageBlock(self._file.source, self.layout.data_offset, self.shape, spec, raw)
 
-    def _array(self, raw: bool, chunks: Any = None):
+    def _array(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
         from dask.base import tokenize
 
         block = self._block(raw)
         spec = block.spec
-        chunks = normalize(
-            self._file.chunks if chunks is None else chunks,
-            self.shape,
-            block.dtype,
-            spec.itemsize,
-        )
+        chunks = self._file.chunks if chunks is None else chunks
+        if chunks is None and reduce_axis is not None:
+            axis = normalize_axis_index(reduce_axis, len(self.shape))
+            chunks = reduction_chunks(self.shape, block.dtype, spec.itemsize, axis)
+        chunks = normalize(chunks, self.shape, block.dtype, spec.itemsize)
         token = tokenize(
             self._file.source.token, self.layout.data_offset, self.shape, spec, raw, chunks
         )
@@ -137,9 +137,19 @@ class HDU:
         """Stored values (big-endian, unscaled) as a lazy, zero-copy dask array."""
         return self._array(raw=True)
 
-    def to_dask(self, chunks: Any = None):
-        """Like :attr:`data` with explicit ``chunks`` (anything dask accepts)."""
-        return self._array(raw=False, chunks=chunks)
+    def to_dask(self, chunks: Any = None, *, reduce_axis: int | None = None):
+        """Like :attr:`data`, with explicit ``chunks`` or a plan for reducing along one axis.
+
+        Parameters
+        ----------
+        chunks : optional
+            Anything dask accepts; by default the file's chunks (those of ``dfits.open``).
+        reduce_axis : int, optional
+            With no ``chunks`` given here or at open: plan chunks for reductions along this
+            numpy axis (moment maps), deep enough along it that per-chunk partial sums stay
+            small (:func:`dfits.array.chunks.reduction_chunks`).
+        """
+        return self._array(raw=False, chunks=chunks, reduce_axis=reduce_axis)
 
     @property
     def section(self) -> Section:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dfits.array.chunks import file_chunks, normalize
+from dfits.array.chunks import REDUCE_DEPTH, file_chunks, normalize, reduction_chunks
 
 
 def test_cube_chunks_are_whole_planes():
@@ -44,3 +44,49 @@ def test_plans_cover_shape_and_stay_contiguous(shape, itemsize, target):
 def test_user_chunks_accept_what_dask_accepts(user):
     out = normalize(user, (30, 40), np.dtype("f4"), 4)
     assert tuple(sum(c) for c in out) == (30, 40)
+
+
+def _plan(shape, itemsize, axis, target="128MiB"):
+    import dask
+
+    with dask.config.set({"array.chunk-size": target}):
+        return (
+            normalize(None, shape, np.dtype(f"f{max(itemsize, 4)}"), itemsize),
+            reduction_chunks(shape, np.dtype(f"f{max(itemsize, 4)}"), itemsize, axis),
+        )
+
+
+def test_reduction_keeps_a_deep_contiguous_plan():
+    # 32 planes of 1k x 1k float32: 128 bytes behind each pixel, contiguous slabs: kept
+    default, planned = _plan((256, 1024, 1024), 4, 0)
+    assert planned == default == ((32,) * 8, (1024,), (1024,))
+    # reducing over an axis each chunk holds whole: nothing to gain
+    assert _plan((256, 1024, 1024), 4, 2)[1] == default
+
+
+def test_reduction_deepens_thin_slabs():
+    default, planned = _plan((256, 2048, 2048), 4, 0)
+    assert default[0] == (8,) * 32  # 8-plane slabs: 3 float64 partials = 75 % of the bytes
+    assert planned[0] == (REDUCE_DEPTH // 4,) * 4
+    assert planned[2] == (2048,)  # rows stay whole: each chunk is a few long runs
+    assert 4 * math.prod(max(c) for c in planned) <= 128 * 2**20
+    # slower axes (Stokes) keep one position per chunk
+    _, planned = _plan((2, 300, 2048, 2048), 4, 1)
+    assert planned[0] == (1, 1)
+    assert planned[1] == (64,) * 4 + (44,)
+
+
+@given(
+    shape=st.lists(st.integers(0, 40), min_size=1, max_size=4).map(tuple),
+    itemsize=st.sampled_from([1, 2, 4, 8]),
+    target=st.integers(64, 10**5),
+    data=st.data(),
+)
+def test_reduction_plans_cover_shape_and_reach_depth(shape, itemsize, target, data):
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    default, planned = _plan(shape, itemsize, axis, target)
+    assert tuple(sum(c) for c in planned) == shape
+    if planned != default:
+        want = min(shape[axis], -(-REDUCE_DEPTH // itemsize))
+        assert max(planned[axis]) == want
+        assert all(c in ((1,) * len(c), (0,)) for c in planned[:axis])

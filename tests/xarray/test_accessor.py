@@ -170,3 +170,19 @@ def test_quicklook_and_channel_maps_through_the_accessor(tmp_path):
     grid = arr.fits.plot_channel_maps(4, full=True)
     grid.savefig(tmp_path / "maps.png")
     assert mpimg.imread(tmp_path / "maps.png").std() > 0
+
+
+def test_moments_plan_chunks_along_the_spectral_axis(da):
+    import dask
+
+    want = [da.fits.moment(order).values for order in (0, 1, 2)]
+    with dask.config.set({"array.chunk-size": "2KiB"}):
+        thin = xr.open_dataarray(da.encoding["dfits_source"])
+        graph = thin.fits.moment(1).data.dask
+        (name,) = [k for k in graph.layers if k.startswith("dfits-data")]
+        # by default 4-channel slabs (2 blocks along freq); planned: all 7 channels per chunk
+        assert {key[2] for key in graph.layers[name]} == {0}
+        assert {key[3] for key in graph.layers[name]} == {0, 1}  # rows split instead
+        got = [thin.fits.moment(order).values for order in (0, 1, 2)]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)

@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["file_chunks", "normalize"]
+__all__ = ["REDUCE_DEPTH", "file_chunks", "normalize", "reduction_chunks"]
+
+#: Stored bytes per output pixel that a chunk should hold along a reduced axis. Each chunk of a
+#: reduction along one axis leaves float64 partials (one to three per pixel) that dask keeps,
+#: moves and adds; with 256 bytes of input behind each pixel they stay under ~10 % of the
+#: chunk. Measured on a 256 x 2048 x 2048 float32 cube (2 threads): moment-1 1.47 s with the
+#: file's 8-plane slabs, 0.80 s with 64-plane chunks; moment-0 0.79 -> 0.42 s. A plan with
+#: half that depth is kept: its chunks are contiguous, and on a 256 x 1024 x 1024 cube the
+#: file's 32-plane slabs ran moment-1 in 0.17 s against 0.23 s for 64-plane strided chunks.
+REDUCE_DEPTH = 256
 
 
 def file_chunks(shape: tuple[int, ...], itemsize: int, target: int) -> tuple[tuple[int, ...], ...]:
@@ -75,6 +84,37 @@ def normalize(
         scale = max(1, np.dtype(dtype).itemsize // itemsize)
         return file_chunks(shape, itemsize, max(itemsize, target // scale))
     return normalize_chunks(chunks, shape, dtype=dtype)
+
+
+def reduction_chunks(
+    shape: tuple[int, ...], dtype: np.dtype, itemsize: int, axis: int
+) -> tuple[tuple[int, ...], ...]:
+    """Chunks for reducing along ``axis`` (moment maps): the file's plan, made deeper if thin.
+
+    The default plan (:func:`normalize` of ``None``) is kept when each chunk already holds
+    half of :data:`REDUCE_DEPTH` bytes of stored values (or the whole axis) along ``axis``.
+    Otherwise chunks take ``REDUCE_DEPTH`` bytes' worth of positions of ``axis`` and split the
+    faster axes into contiguous runs so that a chunk stays near dask's ``array.chunk-size``: a
+    strided read of a few long runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask
+    >>> with dask.config.set({"array.chunk-size": "128MiB"}):
+    ...     reduction_chunks((256, 2048, 2048), np.dtype("f4"), 4, 0)[:2]
+    ((64, 64, 64, 64), (256, 256, 256, 256, 256, 256, 256, 256))
+    """
+    chunks = normalize(None, shape, dtype, itemsize)
+    n = shape[axis]
+    want = min(n, -(-REDUCE_DEPTH // itemsize))
+    if not n or max(chunks[axis]) * itemsize >= min(want * itemsize, REDUCE_DEPTH // 2):
+        return chunks
+    # Slower axes are one position per chunk already: the plan split at ``axis`` or beyond.
+    per_slab = math.prod(max(c) for c in chunks)
+    inner = file_chunks(shape[axis + 1 :], itemsize, max(itemsize, per_slab * itemsize // want))
+    full, rest = divmod(n, want)
+    return (*chunks[:axis], (want,) * full + ((rest,) if rest else ()), *inner)
 
 
 def chunk_bytes(chunks: tuple[tuple[int, ...], ...], itemsize: int) -> int:

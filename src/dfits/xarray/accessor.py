@@ -8,6 +8,7 @@ otherwise it works on the DataArray's own (dask or numpy) data.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,13 +42,17 @@ def _pixel_coords(obj: xr.DataArray) -> dict[int, Any]:
     return out
 
 
-def _fused(obj: xr.DataArray) -> Any:
-    """``obj``'s values as a dask array, read through dfits' fused chunks when possible."""
+def _fused(obj: xr.DataArray, along: Hashable | None = None) -> Any:
+    """``obj``'s values as a dask array, read through dfits' fused chunks when possible.
+
+    ``along``: a dimension the caller will reduce over; file-backed data then get chunks
+    planned for that reduction (:func:`dfits.array.chunks.reduction_chunks`).
+    """
     import dask.array as da
 
     var = obj.variable
     if not var._in_memory and "dfits_source" in var.encoding:
-        rebuilt = _rebuild(obj)
+        rebuilt = _rebuild(obj, along)
         if rebuilt is not None:
             return rebuilt
     data = obj.data
@@ -59,7 +64,7 @@ def _fused(obj: xr.DataArray) -> Any:
     return obj.chunk({d: c for d, c in chunks.items() if d in obj.dims} or "auto").data
 
 
-def _rebuild(obj: xr.DataArray) -> Any:
+def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
     from dfits.xarray.backend import _open
 
     enc = obj.variable.encoding
@@ -85,7 +90,13 @@ def _rebuild(obj: xr.DataArray) -> Any:
         dims.append(dim)
     if set(dims) != set(obj.dims):
         return None
-    x = hdu.data[tuple(index)]
+    if along is None:
+        x = hdu.data
+    else:
+        # the FITS axis of ``along`` (FITS axis n is numpy axis naxis - n)
+        fits_axis = obj[f"pixel_{along}"].attrs["fits_axis"]
+        x = hdu.to_dask(reduce_axis=naxis - fits_axis)
+    x = x[tuple(index)]
     order = [dims.index(d) for d in obj.dims]
     if order != sorted(order):
         x = x.transpose(order)
@@ -186,7 +197,7 @@ class FitsDataArrayAccessor:
             obj = obj.isel({dim: np.flatnonzero(keep)})
         axis = obj.get_axis_num(dim)
         v = obj[dim].values.astype(float) if dim in obj.coords else np.arange(obj.sizes[dim])
-        x = _fused(obj)
+        x = _fused(obj, along=dim)
         # One pass over the stored values: Σ I, Σ I·w (and Σ I·w²) per pixel, with NaN, BLANK
         # and values below the threshold left out, accumulated in float64 by the fused kernel.
         if order == 0:
