@@ -2,7 +2,9 @@
 
 The spectral axis is ``v = CRVAL3 + CDELT3 * channel`` (km/s); moment 1 is the
 intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the spectrum sums
-every channel over y and x. Tools: ``dfits`` (dask on ``hdu.data``), ``astropy-eager``
+every channel over y and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
+(the one-pass weighted sums on chunks planned for the reduction, what ``.fits.moment()`` and
+``dfits moment`` run; moment maps only), ``astropy-eager``
 (``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
 matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
 moment 0 and the spectrum; it has none for moment 1).
@@ -16,7 +18,7 @@ import numpy as np
 
 from . import TINY, compare, image_bytes, image_file, prewarm, require
 
-TOOLS = ["dfits", "astropy-eager", "spectral-cube", "LIMIT"]
+TOOLS = ["dfits", "dfits-moment", "astropy-eager", "spectral-cube", "LIMIT"]
 OPS = ["moment0", "moment1", "spectrum"]
 CRVAL3, CDELT3 = -50.0, 0.5
 
@@ -73,6 +75,18 @@ def build(tool: str, op: str, path: str, meta: dict):
             return ((x * v).sum(axis=0) / x.sum(axis=0)).compute()
 
         return run
+    if tool == "dfits-moment":
+        if op == "spectrum":
+            raise NotImplementedError("moment maps only")
+        import dfits
+        from dfits.array import weighted_sums
+
+        def run_moment():
+            x = dfits.open(path)[0].to_dask(reduce_axis=0)
+            sums = weighted_sums(x, 0, velocities(x.shape[0]))
+            return (sums[0] if op == "moment0" else sums[1] / sums[0]).compute()
+
+        return run_moment
     from astropy.io import fits
 
     if tool == "astropy-eager":
