@@ -13,7 +13,6 @@ from dask.array.core import normalize_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array import stored
 from dfits.array.build import ImageBlock, dask_array
 from tests.array.helpers import astropy_data, block_array, write_image
 
@@ -46,16 +45,6 @@ def case(request, tmp_path):
     offset = write_image(path, data, bscale, bzero, blank)
     x, _ = block_array(path, offset, data.shape, bitpix, bscale, bzero, blank, chunks=(7, 30, 40))
     return x, astropy_data(path)
-
-
-@pytest.fixture
-def no_decode(monkeypatch):
-    """Fail if any stored chunk is decoded (a per-chunk native copy)."""
-
-    def refuse(self):
-        raise AssertionError("a stored chunk was decoded on a reduction path")
-
-    monkeypatch.setattr(stored.StoredChunk, "decode", refuse)
 
 
 REDUCTIONS = {

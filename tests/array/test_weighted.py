@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array import stored
 from dfits.array.weighted import weighted_sums
 from tests.array.helpers import astropy_data, block_array, write_image
 
@@ -46,14 +45,6 @@ def cube(request, tmp_path):
     offset = write_image(path, data, bscale, bzero, blank)
     x, _ = block_array(path, offset, data.shape, bitpix, bscale, bzero, blank, chunks=(5, 9, 10))
     return x, astropy_data(path)
-
-
-@pytest.fixture
-def no_decode(monkeypatch):
-    def refuse(self):
-        raise AssertionError("a stored chunk was decoded on the weighted-sum path")
-
-    monkeypatch.setattr(stored.StoredChunk, "decode", refuse)
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
