@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dfits
+from dfits.array import weighted_sums
 from dfits.io.writer import ImageWriter
 
 distributed = pytest.importorskip("distributed")
@@ -53,9 +54,15 @@ REDUCTIONS = {
     "moment1": lambda x: (
         da.nansum(x * np.arange(x.shape[0])[:, None, None], axis=0) / da.nansum(x, axis=0)
     ),
+    "moment1-fused": lambda x: _fused_moment1(x),
     "slice-var": lambda x: da.nanvar(x[10:30, 5:20], axis=(1, 2)),
     "max": lambda x: da.nanmax(x, axis=(1, 2)),
 }
+
+
+def _fused_moment1(x):
+    sums = weighted_sums(x, 0, np.arange(x.shape[0], dtype=float))
+    return sums[1] / sums[0]
 
 
 def _slow_passthrough(block):
