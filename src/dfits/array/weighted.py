@@ -2,8 +2,9 @@
 
 Each block gives ``Σ I``, ``Σ I·w`` (and ``Σ I·w²``) over its stretch of the axis: blocks read
 from a FITS file (:class:`~dfits.array.stored.StoredChunk`) through the fused kernel on their
-stored bytes, any other block (numpy, an in-memory cube) with numpy in float64. dask's own sum
-tree then adds the per-block partials, so graphs, scheduling and memory stay dask's.
+stored bytes, any other block (numpy, an in-memory cube) with numpy in float64. A dask
+reduction then adds the per-block partials in place, so graphs, scheduling and memory stay
+dask's.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None
         block.spec.check()
         out = kernels.weighted_sums(block.u, block.spec, axis, w, threshold=threshold)
     else:
+        # not from a file (loaded, computed, rechunked): no stored bytes to fuse over, so the
+        # block is widened once to float64 as numpy's own nansum would accumulate it
         out = _numpy_sums(np.asarray(block, dtype=np.float64), axis, w, threshold)
     return np.expand_dims(out, axis + 1)
 
