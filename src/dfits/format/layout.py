@@ -45,6 +45,7 @@ from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileE
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, KeywordIndex, find_end
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.header import MANDATORY, Header, check_mandatory, index_cards
+from dfits.format.runs import alike_run, fixed_mask
 
 __all__ = ["MAX_HEADER_BYTES", "FileLayout", "HDULayout", "scan"]
 
@@ -72,7 +73,12 @@ _Facts = tuple[str, str | None, str, int, tuple[int, ...], int, DecodeSpec | Non
 #: What ``scan`` accepts as the whole file: ``len``, slicing to bytes and ``find`` (an mmap).
 Buffer = bytes | mmap.mmap
 # Caches shared between HDUs, cleared when full: 10,000 alike extensions parse one header.
-_PLANS: dict[object, tuple[Callable[[bytes], tuple[bytes, ...]] | None, int]] = {}
+_Plan = tuple[Callable[[bytes], tuple[bytes, ...]] | None, int, tuple[slice, ...]]
+_PLANS: dict[object, _Plan] = {}
+# Alike HDUs checked per numpy pass (a few MiB of headers), and how many HDUs the scan reads
+# one by one after a run breaks before it tries another (so files of unlike HDUs pay nothing).
+_RUN_BATCH = 4096
+_RUN_BACKOFF = 16
 _MAX_KEY_BYTES = 16 * 1024
 _PLAIN_INT = re.compile(rb" *([+-]?[0-9]{1,18}) *(?:/[ -~]*)?")
 _FACTS: dict[tuple, _Facts] = {}
@@ -298,6 +304,7 @@ def _scan(
     index = 0
     buf: Buffer = b""
     base = stop = 0
+    retry = 0
     # The loop body is the cost of opening a file of 10,000 small HDUs: the common case (a
     # header of one block, inside the current window) is inlined, the rest goes to helpers.
     while True:
@@ -332,6 +339,17 @@ def _scan(
             nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename)
             if nxt < 0:
                 break
+        if memo.hit and whole is not None and index >= retry and data_offset == pos + BLOCK_SIZE:
+            # Two alike HDUs in a row: check the following ones in bulk.
+            stride = nxt - pos
+            count = min((len(whole) - 1 - nxt) // stride, _RUN_BATCH)
+            added = _extend_run(hdus, memo, whole, nxt, stride, count, raw, ncards) if count else 0
+            index += added
+            nxt += added * stride
+            if added < _RUN_BATCH:
+                retry = index + _RUN_BACKOFF
+            if progress is not None and added:
+                progress(nxt, size, index)
         pos = nxt
         if progress is not None and not index % 64:
             progress(pos, size, index)
@@ -392,14 +410,17 @@ def _check_extent(hdu: HDULayout, header_end: int, win: _Window, filename: str) 
 class _Memo:
     """The previous HDU's description, for the next header with the same keywords."""
 
-    __slots__ = ("cards", "extver", "facts", "key", "keywords")
+    __slots__ = ("cards", "extver", "facts", "hit", "key", "keywords", "ranges")
 
     def __init__(self) -> None:
         self.keywords: object = None
         self.cards: Callable[[bytes], tuple[bytes, ...]] | None = None
         self.extver = -1
+        self.ranges: tuple[slice, ...] = ()
         self.key: tuple = ()
         self.facts: _Facts | None = None
+        #: True when the last HDU was described exactly like the one before it.
+        self.hit = False
 
 
 def _build_hdu(
@@ -410,13 +431,15 @@ def _build_hdu(
     if keywords is memo.keywords:
         cards, extver = memo.cards, memo.extver
     else:
-        cards, extver = _PLANS.get(keywords) or _plan(header)
+        cards, extver, memo.ranges = _PLANS.get(keywords) or _plan(header)
         memo.keywords, memo.cards, memo.extver, memo.facts = keywords, cards, extver, None
+    memo.hit = False
     # Everything but EXTVER follows from the keywords and the bytes of a few cards: alike
     # headers (10,000 extensions of one file) share one description.
     key = (keywords, index == 0, cards(raw)) if cards and not bad else None
     if key is not None and memo.facts is not None and key == memo.key:
         facts = memo.facts
+        memo.hit = True
     else:
         facts = None if key is None else _FACTS.get(key)
         if facts is None:
@@ -456,17 +479,17 @@ def _extver(header: Header, raw: bytes, keywords: KeywordIndex, i: int) -> objec
     return header.value_at(i)
 
 
-def _plan(header: Header) -> tuple[Callable[[bytes], tuple[bytes, ...]] | None, int]:
+def _plan(header: Header) -> _Plan:
     """Facts fixed by the keywords alone, shared by headers with the same keywords.
 
     A function giving the bytes of the cards :func:`_describe` reads (every card up to the
     last mandatory one, then EXTNAME, GROUPS, ...), None when this header's description is
-    not worth sharing; and where EXTVER is (-1: absent).
+    not worth sharing; where EXTVER is (-1: absent); and the byte ranges the function reads.
     """
     keywords = header.keyword_index
     extver = header.index("EXTVER") if "EXTVER" in header else -1
     if not keywords.shared:
-        return None, extver  # a one-off (HIERARCH, lower case, giant): describe it each time
+        return None, extver, ()  # a one-off (HIERARCH, lower case, giant): describe it each time
     mandatory = [
         header.locate(k, n)
         for k in header
@@ -480,7 +503,49 @@ def _plan(header: Header) -> tuple[Callable[[bytes], tuple[bytes, ...]] | None, 
             ranges.append(slice(start, start + len(header.card_bytes(header.index(key)))))
     # Keys of more than 16 KiB (hundreds of axes) would crowd the cache: never share those.
     small = sum(r.stop - r.start for r in ranges) <= _MAX_KEY_BYTES
-    return _remember(_PLANS, keywords, (itemgetter(*ranges) if small else None, extver))
+    if not small:
+        return _remember(_PLANS, keywords, (None, extver, ()))
+    return _remember(_PLANS, keywords, (itemgetter(*ranges), extver, tuple(ranges)))
+
+
+def _extend_run(
+    hdus: list[HDULayout],
+    memo: _Memo,
+    whole: Buffer,
+    start: int,
+    stride: int,
+    count: int,
+    raw: bytes,
+    ncards: int,
+) -> int:
+    """Append the HDUs at ``start + k * stride`` (``k < count``) described like the last one.
+
+    Returns how many matched (a prefix); see :mod:`dfits.format.runs` for what must match.
+    """
+    template = hdus[-1]
+    keywords = memo.keywords
+    starts = keywords.starts  # type: ignore[attr-defined]
+    extver = memo.extver
+    card = -1 if extver < 0 else (extver if starts is None else starts[extver])
+    raws, vers = alike_run(
+        whole, start, stride, count, raw, fixed_mask(ncards, memo.ranges, raw), card
+    )
+    fields = dict(template.__dict__)
+    index = template.index
+    scanned = Header._scanned
+    for k, (head, ver) in enumerate(zip(raws, vers, strict=True)):
+        pos = start + k * stride
+        index += 1
+        hdu = _new(HDULayout)
+        d = hdu.__dict__
+        d.update(fields)
+        d["index"] = index
+        d["ver"] = ver
+        d["header_offset"] = pos
+        d["data_offset"] = pos + BLOCK_SIZE
+        d["header"] = scanned(head, ncards, keywords, ())  # type: ignore[arg-type]
+        hdus.append(hdu)
+    return len(raws)
 
 
 def _describe(header: Header, index: int, pos: int, filename: str, notes: list[str]) -> _Facts:
