@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["layout_for"]
+__all__ = ["flat_view", "layout_for"]
 
 
 def _groups(u, reduced: frozenset[int]) -> list[list[int]]:
@@ -56,3 +56,31 @@ def layout_for(u, reduced: frozenset[int]):
         (k0, s0, _), (r, rs, _), (k1, s1, _) = groups
         return "cols", as_strided(u, (k0, r, k1), (s0, rs, s1))
     return None
+
+
+def flat_view(v):
+    """A 1-D contiguous view over ``v``'s memory and where ``v``'s elements lie in it.
+
+    Numba compiles a loop over a row of a strided (layout "A") array without knowing that the
+    row is contiguous, so it does not vectorise it (measured: 48 ms against 18 ms for a
+    weighted sum over 128 MiB of a cube chunk whose planes lie 16 MiB apart). Kernels index
+    ``base`` instead, whose rows numba knows are contiguous. Returns ``(base, off, strides)``
+    with ``v[i, j, ...]`` at ``base[off + i·strides[0] + j·strides[1] + ...]`` (strides in
+    elements, the last one 1), or None when ``v`` is empty or its last axis is not
+    unit-stride (the caller copies such rare views). ``base`` spans only the bytes between
+    ``v``'s lowest and highest elements, so it never leaves ``v``'s buffer.
+    """
+    item = v.itemsize
+    shape = v.shape
+    if v.size == 0 or (shape[-1] > 1 and v.strides[-1] != item):
+        return None
+    if any(st % item for st in v.strides):
+        return None
+    el = [0 if n == 1 else st // item for n, st in zip(shape, v.strides, strict=True)]
+    el[-1] = 1
+    lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, el, strict=True))
+    hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, el, strict=True))
+    # Flipping the axes that run backwards puts the view's pointer on its lowest element.
+    low = v[tuple(slice(None, None, -1) if st < 0 else slice(None) for st in el)]
+    base = as_strided(low, (hi - lo + 1,), (item,), writeable=False)
+    return base, -lo, tuple(el)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dfits.kernels._loaders import Kind, kind_of
-from dfits.kernels._shape import layout_for
+from dfits.kernels._shape import flat_view, layout_for
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
 from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
@@ -97,14 +97,25 @@ def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarr
     layout = layout_for(u, frozenset(range(u.ndim)))
     if layout is not None and out.flags.c_contiguous:
         _, u2 = layout
-        kernel(u2, scale, zero, blank, out.reshape(u2.shape))
+        kernel(*_flat(u2), scale, zero, blank, out.reshape(u2.shape))
     elif u.ndim <= 2:
         u2 = u.reshape((1,) * (2 - u.ndim) + u.shape) if u.ndim < 2 else u
-        kernel(u2, scale, zero, blank, out.reshape(u2.shape) if u.ndim < 2 else out)
+        kernel(*_flat(u2), scale, zero, blank, out.reshape(u2.shape) if u.ndim < 2 else out)
     else:
         for i in range(u.shape[0]):
             decode(u[i], spec, out[i])
     return out
+
+
+def _flat(v: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``(base, geo)`` for a kernel: ``geo`` is the shape of ``v`` then its offset and strides
+    (all but the unit-stride last one) in ``base``; views numba cannot index that way (a
+    stepped or reversed last axis) are copied first."""
+    flat = flat_view(v)
+    if flat is None:
+        flat = flat_view(np.ascontiguousarray(v))
+    base, off, strides = flat  # type: ignore[misc]
+    return base, (*v.shape, off, *strides[:-1])
 
 
 def _kept_shape(u: np.ndarray, axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -165,7 +176,7 @@ def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = Fal
             n_out = outs_[1]
         else:  # not written by ``cols``; ``rows`` writes one count per row
             n_out = np.empty(v.shape[0] if form == "rows" else (0, 0), np.int64)
-        (rows if form == "rows" else cols)(v, scale, zero, blank, outs_[0], n_out)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, outs_[0], n_out)
 
     def combine(parts, _):
         return [np.sum([p[k] for p in parts], axis=0) for k in range(len(outs))]
@@ -184,7 +195,7 @@ def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna):
     rows, cols = rawsum_kernels(kind)
 
     def call(form, v, outs):
-        (rows if form == "rows" else cols)(v, blank, *outs)
+        (rows if form == "rows" else cols)(*_flat(v), blank, *outs)
 
     def combine(parts, _):
         return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
@@ -209,7 +220,7 @@ def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:
     rows, cols = isum_kernels(kind)
 
     def call(form, v, outs):
-        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs)
 
     def combine(parts, _):
         return [np.sum([p[0] for p in parts], axis=0, dtype=acc)]
@@ -228,7 +239,7 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
     rows, cols = moments_kernels(kind, skipna)
 
     def call(form, v, outs_):
-        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
 
     return tuple(_run(u, axes, outs, call, combine_moments))
 
@@ -254,7 +265,8 @@ def weighted_sums(
         # a view for any chunk dask hands us; an odd strided slice is copied (stored bytes)
         v = u.reshape(outer, u.shape[ax], inner)
         thr = -np.inf if threshold is None else float(threshold)
-        weighted_kernels(kind)(v, w, scale, zero, blank, thr, out)
+        base, geo = _flat(v)
+        weighted_kernels(kind)(base, geo, w, scale, zero, blank, thr, out)
     return out.reshape((3, *_kept_shape(u, (ax,))))
 
 
@@ -305,7 +317,7 @@ def extrema(
     def call(form, v, outs_):
         if not with_index:
             outs_[0][...] = init
-        (rows if form == "rows" else cols)(v, scale, zero, blank, *outs_)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
 
     def combine(parts, sub_size):
         if not with_index:

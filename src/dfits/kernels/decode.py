@@ -21,10 +21,11 @@ def decode_kernel(kind: Kind):
     phys = loaders(kind).phys
 
     @jit
-    def decode(u, scale, zero, blank, out):
-        nrow, length = u.shape
+    def decode(base, geo, scale, zero, blank, out):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             for b in range(length):
-                out[a, b] = phys(u[a, b], scale, zero, blank)
+                out[a, b] = phys(ua[b], scale, zero, blank)
 
     return decode

@@ -42,14 +42,15 @@ def extrema_kernels(kind: Kind, want_max: bool):
         return v < best
 
     @jit
-    def rows(u, scale, zero, blank, out_val, out_idx, out_nanidx):
-        nrow, length = u.shape
+    def rows(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             idx = -1
             nanidx = -1
-            best = phys(u[a, 0], scale, zero, blank) if length > 0 else out_val[a]
+            best = phys(ua[0], scale, zero, blank) if length > 0 else out_val[a]
             for b in range(length):
-                x = u[a, b]
+                x = ua[b]
                 if can_miss and not valid(x, blank):
                     if nanidx < 0:
                         nanidx = b
@@ -63,13 +64,14 @@ def extrema_kernels(kind: Kind, want_max: bool):
             out_nanidx[a] = nanidx
 
     @jit
-    def cols(u, scale, zero, blank, out_val, out_idx, out_nanidx):
-        na, nb, nc = u.shape
+    def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+        na, nb, nc, off, sa, sb = geo
         for a in range(na):
             out_idx[a, :] = -1
             out_nanidx[a, :] = -1
             for b in range(nb):
-                row = u[a, b]
+                o = off + a * sa + b * sb
+                row = base[o : o + nc]
                 for c in range(nc):
                     x = row[c]
                     if can_miss and not valid(x, blank):
@@ -101,13 +103,14 @@ def minmax_kernels(kind: Kind, want_max: bool):
     phys = loaders(kind).phys
 
     @jit
-    def rows(u, scale, zero, blank, out_val, out_idx, out_nanidx):
-        nrow, length = u.shape
+    def rows(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             best = out_val[a]
             nmiss = 0
             for b in range(length):
-                v = phys(u[a, b], scale, zero, blank)
+                v = phys(ua[b], scale, zero, blank)
                 take = (v > best) if want_max else (v < best)
                 best = v if take else best
                 nmiss += np.int64(v != v)
@@ -116,14 +119,15 @@ def minmax_kernels(kind: Kind, want_max: bool):
             out_nanidx[a] = nmiss
 
     @jit
-    def cols(u, scale, zero, blank, out_val, out_idx, out_nanidx):
-        na, nb, nc = u.shape
+    def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+        na, nb, nc, off, sa, sb = geo
         for a in range(na):
             val = out_val[a]
             miss = out_nanidx[a]
             miss[:] = 0
             for b in range(nb):
-                row = u[a, b]
+                o = off + a * sa + b * sb
+                row = base[o : o + nc]
                 for c in range(nc):
                     v = phys(row[c], scale, zero, blank)
                     take = (v > val[c]) if want_max else (v < val[c])

@@ -51,9 +51,10 @@ def sum_kernels(kind: Kind, skipna: bool):
     check = skipna and kind.can_be_missing
 
     @jit
-    def rows(u, scale, zero, blank, out_sum, out_n):
-        nrow, length = u.shape
+    def rows(base, geo, scale, zero, blank, out_sum, out_n):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             total = 0.0
             comp = 0.0
             n = 0
@@ -63,7 +64,7 @@ def sum_kernels(kind: Kind, skipna: bool):
                 if check:
                     c = 0
                     for b in range(b0, b1):
-                        x = u[a, b]
+                        x = ua[b]
                         ok = valid(x, blank)
                         v = f64(x, scale, zero, blank)
                         s += v if ok else 0.0
@@ -71,17 +72,17 @@ def sum_kernels(kind: Kind, skipna: bool):
                     n += c
                 else:
                     for b in range(b0, b1):
-                        s += f64(u[a, b], scale, zero, blank)
+                        s += f64(ua[b], scale, zero, blank)
                     n += b1 - b0
                 total, comp = neumaier(total, comp, s)
             out_sum[a] = total + comp if np.isfinite(total) else total
             out_n[a] = n
 
     @jit
-    def cols(u, scale, zero, blank, out_sum, out_n):
+    def cols(base, geo, scale, zero, blank, out_sum, out_n):
         # ``out_n`` is written only when values can be missing (``check``): otherwise every
         # column counts ``nb`` and the caller says so without an array pass.
-        na, nb, nc = u.shape
+        na, nb, nc, off, sa, sb = geo
         part = np.empty(SUM_TILE)
         comp = np.empty(SUM_TILE)
         total = np.empty(SUM_TILE)
@@ -103,10 +104,11 @@ def sum_kernels(kind: Kind, skipna: bool):
                     # four values instead of once per value (measured: the moment-0 kernel
                     # ran at 0.5x the speed of the full sum before, 0.8x after).
                     while first + 4 <= b1:
-                        r0 = u[a, first, c0:c1]
-                        r1 = u[a, first + 1, c0:c1]
-                        r2 = u[a, first + 2, c0:c1]
-                        r3 = u[a, first + 3, c0:c1]
+                        o = off + a * sa + first * sb + c0
+                        r0 = base[o : o + w]
+                        r1 = base[o + sb : o + sb + w]
+                        r2 = base[o + 2 * sb : o + 2 * sb + w]
+                        r3 = base[o + 3 * sb : o + 3 * sb + w]
                         if check:
                             for c in range(w):
                                 x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
@@ -130,7 +132,8 @@ def sum_kernels(kind: Kind, skipna: bool):
                         first += 4
                     for b in range(first, b1):
                         # a 1-D row slice keeps the inner loop simple enough to vectorise
-                        row = u[a, b, c0:c1]
+                        o = off + a * sa + b * sb + c0
+                        row = base[o : o + w]
                         if check:
                             for c in range(w):
                                 x = row[c]
@@ -170,9 +173,10 @@ def moments_kernels(kind: Kind, skipna: bool):
     check = skipna and kind.can_be_missing
 
     @jit
-    def rows(u, scale, zero, blank, out_n, out_mean, out_m2):
-        nrow, length = u.shape
+    def rows(base, geo, scale, zero, blank, out_n, out_mean, out_m2):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             n = 0
             mean = 0.0
             m2 = 0.0
@@ -181,7 +185,7 @@ def moments_kernels(kind: Kind, skipna: bool):
                 s = 0.0
                 c = 0
                 for b in range(b0, b1):
-                    x = u[a, b]
+                    x = ua[b]
                     ok = not check or valid(x, blank)
                     v = f64(x, scale, zero, blank)
                     s += v if ok else 0.0
@@ -191,7 +195,7 @@ def moments_kernels(kind: Kind, skipna: bool):
                 bmean = s / c
                 q = 0.0
                 for b in range(b0, b1):
-                    x = u[a, b]
+                    x = ua[b]
                     ok = not check or valid(x, blank)
                     d = f64(x, scale, zero, blank) - bmean
                     q += d * d if ok else 0.0
@@ -201,8 +205,8 @@ def moments_kernels(kind: Kind, skipna: bool):
             out_m2[a] = m2 if n > 0 else np.nan
 
     @jit
-    def cols(u, scale, zero, blank, out_n, out_mean, out_m2):
-        na, nb, nc = u.shape
+    def cols(base, geo, scale, zero, blank, out_n, out_mean, out_m2):
+        na, nb, nc, off, sa, sb = geo
         s = np.empty(TILE)
         q = np.empty(TILE)
         c = np.empty(TILE, np.int64)
@@ -219,7 +223,8 @@ def moments_kernels(kind: Kind, skipna: bool):
                     q[:w] = 0.0
                     c[:w] = 0
                     for b in range(b0, b1):
-                        row = u[a, b, c0:c1]
+                        o = off + a * sa + b * sb + c0
+                        row = base[o : o + w]
                         for k in range(w):
                             x = row[k]
                             ok = not check or valid(x, blank)
@@ -230,7 +235,8 @@ def moments_kernels(kind: Kind, skipna: bool):
                         s[k] = s[k] / c[k] if c[k] > 0 else 0.0
                     # second pass over the same rows while they are still in cache
                     for b in range(b0, b1):
-                        row = u[a, b, c0:c1]
+                        o = off + a * sa + b * sb + c0
+                        row = base[o : o + w]
                         for k in range(w):
                             x = row[k]
                             ok = not check or valid(x, blank)
@@ -280,21 +286,23 @@ def isum_kernels(kind: Kind):
     phys = loaders(kind).phys
 
     @jit
-    def rows(u, scale, zero, blank, out_sum):
-        nrow, length = u.shape
+    def rows(base, geo, scale, zero, blank, out_sum):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             t = out_sum[a]
             for b in range(length):
-                t += phys(u[a, b], scale, zero, blank)
+                t += phys(ua[b], scale, zero, blank)
             out_sum[a] = t
 
     @jit
-    def cols(u, scale, zero, blank, out_sum):
-        na, nb, nc = u.shape
+    def cols(base, geo, scale, zero, blank, out_sum):
+        na, nb, nc, off, sa, sb = geo
         for a in range(na):
             acc = out_sum[a]
             for b in range(nb):
-                row = u[a, b]
+                o = off + a * sa + b * sb
+                row = base[o : o + nc]
                 for c in range(nc):
                     acc[c] += phys(row[c], scale, zero, blank)
 
@@ -315,13 +323,14 @@ def rawsum_kernels(kind: Kind):
     has_blank = kind.has_blank
 
     @jit
-    def rows(u, blank, out_sum, out_n):
-        nrow, length = u.shape
+    def rows(base, geo, blank, out_sum, out_n):
+        nrow, length, off, sa = geo
         for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
             s = 0
             n = 0
             for b in range(length):
-                x = u[a, b]
+                x = ua[b]
                 ok = (not has_blank) or x != blank
                 v = np.int64(signed(x, 1.0, 0.0, blank))
                 s += v if ok else 0
@@ -330,13 +339,14 @@ def rawsum_kernels(kind: Kind):
             out_n[a] = n
 
     @jit
-    def cols(u, blank, out_sum, out_n):
-        na, nb, nc = u.shape
+    def cols(base, geo, blank, out_sum, out_n):
+        na, nb, nc, off, sa, sb = geo
         for a in range(na):
             acc = out_sum[a]
             cnt = out_n[a]
             for b in range(nb):
-                row = u[a, b]
+                o = off + a * sa + b * sb
+                row = base[o : o + nc]
                 for c in range(nc):
                     x = row[c]
                     ok = (not has_blank) or x != blank
