@@ -56,15 +56,19 @@ def _plan(shape, itemsize, axis, target="128MiB"):
         )
 
 
-def test_reduction_keeps_a_deep_contiguous_plan():
-    # 32 planes of 1k x 1k float32: 128 bytes behind each pixel, contiguous slabs: kept
-    default, planned = _plan((256, 1024, 1024), 4, 0)
-    assert planned == default == ((32,) * 8, (1024,), (1024,))
+def test_reduction_keeps_a_deep_enough_plan():
+    # 128 planes of 512 x 512 float32: 512 bytes behind each pixel already: kept
+    default, planned = _plan((256, 512, 512), 4, 0)
+    assert planned == default == ((128, 128), (512,), (512,))
     # reducing over an axis each chunk holds whole: nothing to gain
-    assert _plan((256, 1024, 1024), 4, 2)[1] == default
+    assert _plan((256, 1024, 1024), 4, 2)[1] == _plan((256, 1024, 1024), 4, 2)[0]
 
 
 def test_reduction_deepens_thin_slabs():
+    # 32 planes of 1k x 1k (128 bytes per pixel): 64 planes of 512 whole rows
+    default, planned = _plan((256, 1024, 1024), 4, 0)
+    assert default == ((32,) * 8, (1024,), (1024,))
+    assert planned == ((64,) * 4, (512, 512), (1024,))
     default, planned = _plan((256, 2048, 2048), 4, 0)
     assert default[0] == (8,) * 32  # 8-plane slabs: 3 float64 partials = 75 % of the bytes
     assert planned[0] == (REDUCE_DEPTH // 4,) * 4

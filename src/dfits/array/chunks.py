@@ -18,10 +18,12 @@ __all__ = ["REDUCE_DEPTH", "file_chunks", "normalize", "reduction_chunks"]
 #: Stored bytes per output pixel that a chunk should hold along a reduced axis. Each chunk of a
 #: reduction along one axis leaves float64 partials (one to three per pixel) that dask keeps,
 #: moves and adds; with 256 bytes of input behind each pixel they stay under ~10 % of the
-#: chunk. Measured on a 256 x 2048 x 2048 float32 cube (2 threads): moment-1 1.47 s with the
-#: file's 8-plane slabs, 0.80 s with 64-plane chunks; moment-0 0.79 -> 0.42 s. A plan with
-#: half that depth is kept: its chunks are contiguous, and on a 256 x 1024 x 1024 cube the
-#: file's 32-plane slabs ran moment-1 in 0.17 s against 0.23 s for 64-plane strided chunks.
+#: chunk. Measured with 2 threads, medians of 3-5 runs: on a 256 x 2048 x 2048 float32 cube
+#: moment-1 took 2.49 s with the file's 8-plane slabs and 0.74 s with 64-plane chunks
+#: (0.78 s with 128, 0.87 s with 256), moment-0 1.29 -> 0.62 s; on a 256 x 1024 x 1024 cube
+#: the file's 32-plane slabs ran moment-1 in 0.30 s, 64-plane chunks in 0.22 s (moment-0
+#: 0.21 -> 0.18 s). Chunks are strided reads of a few long runs; the kernels read those rows
+#: as fast as contiguous ones.
 REDUCE_DEPTH = 256
 
 
@@ -92,7 +94,7 @@ def reduction_chunks(
     """Chunks for reducing along ``axis`` (moment maps): the file's plan, made deeper if thin.
 
     The default plan (:func:`normalize` of ``None``) is kept when each chunk already holds
-    half of :data:`REDUCE_DEPTH` bytes of stored values (or the whole axis) along ``axis``.
+    :data:`REDUCE_DEPTH` bytes of stored values (or the whole axis) along ``axis``.
     Otherwise chunks take ``REDUCE_DEPTH`` bytes' worth of positions of ``axis`` and split the
     faster axes into contiguous runs so that a chunk stays near dask's ``array.chunk-size``: a
     strided read of a few long runs.
@@ -108,7 +110,7 @@ def reduction_chunks(
     chunks = normalize(None, shape, dtype, itemsize)
     n = shape[axis]
     want = min(n, -(-REDUCE_DEPTH // itemsize))
-    if not n or max(chunks[axis]) * itemsize >= min(want * itemsize, REDUCE_DEPTH // 2):
+    if not n or max(chunks[axis]) >= want:
         return chunks
     # Slower axes are one position per chunk already: the plan split at ``axis`` or beyond.
     per_slab = math.prod(max(c) for c in chunks)
