@@ -1,7 +1,8 @@
 """Remote and cluster figures: loopback HTTP against the local file, astropy over fsspec, and
 dask.distributed scaling.
 
-    python benchmarks/remote.py [--runs 5] [--tmpdir DIR] [--cases http,cluster] [--cluster-gib 1]
+    python benchmarks/remote.py [--runs 5] [--tmpdir DIR] [--cases http,cluster,ceiling]
+                                [--cluster-gib 1]
 
 ``http``: the 1 GiB float32 cube of ``compare.py`` (256 x 1024 x 1024) is served by nginx on
 127.0.0.1 (the Python range server of the tests when nginx is missing). Each timed run is a
@@ -19,6 +20,13 @@ fresh process; right before it the file is read into the page cache. Cases:
 through :func:`dfits.array.weighted_sums` on ``hdu.to_dask(reduce_axis=0)`` (one pass of the
 fused kernel per chunk, on chunks planned for the reduction: what ``.fits.moment(1)`` runs);
 and the pickled size of the graph's chunk tasks.
+
+``ceiling``: what this machine allows any client, to read the figures above against. The same
+1 GiB file read over loopback HTTP from nginx by bare blocking sockets (a ranged GET, then
+``recv_into`` a preallocated buffer: no HTTP library, no copy) with one and two threads, against
+a read of the page cache through ``mmap`` (summing one byte per page would miss the copy cost,
+so the mapped bytes are summed with numpy); and a cache-resident CPU loop in one and in two
+processes at once (how far two worker processes can scale here at best).
 """
 
 from __future__ import annotations
@@ -173,7 +181,94 @@ def cluster_figures(path: Path, runs: int) -> dict:
     return out
 
 
-def report(http: dict | None, cluster: dict | None) -> str:
+def _ranged_get(host: str, port: int, name: str, start: int, buf: memoryview) -> None:
+    """One ``Range`` GET into ``buf`` over a bare socket (HTTP/1.1, ``Connection: close``)."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=60) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        stop = start + len(buf) - 1
+        sock.sendall(
+            f"GET /{name} HTTP/1.1\r\nHost: {host}\r\nRange: bytes={start}-{stop}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+        header, _, body = head.partition(b"\r\n\r\n")
+        if not header.startswith(b"HTTP/1.1 206"):
+            raise RuntimeError(f"no 206 for bytes {start}-{stop}: {header[:60]!r}")
+        buf[: len(body)] = body
+        got = len(body)
+        while got < len(buf):
+            n = sock.recv_into(buf[got:], len(buf) - got)
+            if not n:
+                raise RuntimeError(f"short body: {got} of {len(buf)} bytes")
+            got += n
+
+
+def _spin(seconds: float) -> float:
+    """Iterations of a cache-resident numpy loop per second."""
+    import numpy as np
+
+    a = np.linspace(0.0, 1.0, 4096)
+    n = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        np.sin(a, out=a)
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def ceiling_figures(path: Path, runs: int) -> dict:
+    import mmap
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+    from urllib.parse import urlsplit
+
+    import numpy as np
+    from tests.servers import Nginx
+
+    size = path.stat().st_size
+    part = 128 << 20
+    parts = [(o, min(part, size - o)) for o in range(0, size, part)]
+    buf = np.empty(size, np.uint8)
+    view = memoryview(buf)
+    out: dict = {"tcp": {1: [], 2: []}, "mmap": [], "cpu": {}}
+    if not Nginx.available():
+        raise RuntimeError("the ceiling case needs nginx")
+    prefix = Path(tempfile.mkdtemp(prefix="dfits-nginx-"))
+    with Nginx(path.parent, prefix) as server:
+        url = urlsplit(server.url)
+        for _ in range(runs):
+            for threads in (1, 2):
+                preread(path)
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(threads) as pool:
+                    list(pool.map(lambda p: _ranged_get(
+                        url.hostname, url.port, path.name, p[0], view[p[0] : p[0] + p[1]]
+                    ), parts))  # fmt: skip
+                out["tcp"][threads].append(size / (time.perf_counter() - t0) / 1e9)
+            preread(path)
+            with open(path, "rb") as f:
+                t0 = time.perf_counter()
+                m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                arr = np.frombuffer(m, np.uint8)
+                total = sum(
+                    int(arr[o : o + n].view(np.uint64).sum()) for o, n in parts if n % 8 == 0
+                )
+                out["mmap"].append(size / (time.perf_counter() - t0) / 1e9)
+                del arr
+                m.close()
+    assert total >= 0
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_spin, [0.2, 0.2]))  # start both processes before timing
+        one = statistics.median(_spin(1.0) for _ in range(runs))
+        two = [statistics.median(list(pool.map(_spin, [1.0, 1.0]))) for _ in range(runs)]
+    out["cpu"] = {"one": one, "two_each": statistics.median(two)}
+    return out
+
+
+def report(http: dict | None, cluster: dict | None, ceiling: dict | None = None) -> str:
     lines = []
     if http:
         med = {k: statistics.median(v["times"]) for k, v in http.items() if isinstance(v, dict)}
@@ -212,6 +307,20 @@ def report(http: dict | None, cluster: dict | None) -> str:
             f"- pickled chunk task: median {cluster['task_bytes']:.0f} bytes "
             f"({cluster['tasks']} tasks)"
         )
+    if ceiling:
+        tcp1, tcp2 = (statistics.median(ceiling["tcp"][n]) for n in (1, 2))
+        local = statistics.median(ceiling["mmap"])
+        cpu = ceiling["cpu"]
+        lines += [
+            "",
+            "ceiling of this machine:",
+            f"- loopback HTTP from nginx, bare sockets: {tcp1:.2f} GB/s with 1 thread, "
+            f"{tcp2:.2f} GB/s with 2 (medians)",
+            f"- page cache through mmap, summed with numpy: {local:.2f} GB/s "
+            f"(best HTTP / local: {max(tcp1, tcp2) / local:.2f})",
+            "- cache-resident CPU loop: 2 processes at once do "
+            f"{2 * cpu['two_each'] / cpu['one']:.2f}x the work of 1",
+        ]
     return "\n".join(lines)
 
 
@@ -219,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tmpdir", type=Path, default=Path(tempfile.gettempdir()))
-    ap.add_argument("--cases", default="http,cluster")
+    ap.add_argument("--cases", default="http,cluster", help="any of http,cluster,ceiling")
     ap.add_argument(
         "--cluster-gib",
         type=int,
@@ -245,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster = cluster_figures(big, args.runs)
     else:
         cluster = None
-    print(report(http, cluster))
+    ceiling = ceiling_figures(path, args.runs) if "ceiling" in cases else None
+    print(report(http, cluster, ceiling))
     return 0
 
 
