@@ -1,0 +1,51 @@
+"""The ceiling case of ``benchmarks/remote.py`` reads exact bytes and reports what it measured."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+
+from tests.servers import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def remote():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "remote_bench", ROOT / "benchmarks" / "remote.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_ranged_get_reads_exactly_the_range(remote, tmp_path):
+    data = np.random.default_rng(3).integers(0, 256, 300_000, dtype=np.uint8)
+    (tmp_path / "blob.bin").write_bytes(data.tobytes())
+    buf = np.zeros(123_457, np.uint8)
+    with ScriptedServer(tmp_path) as server:
+        url = urlsplit(server.url)
+        remote._ranged_get(url.hostname, url.port, "blob.bin", 1000, memoryview(buf))
+    np.testing.assert_array_equal(buf, data[1000 : 1000 + buf.size])
+
+
+def test_ceiling_report_names_the_ratio(remote):
+    ceiling = {
+        "tcp": {1: [1.5, 1.7], 2: [2.0, 2.1]},
+        "mmap": [6.0, 6.2],
+        "cpu": {"one": 10.0, "two_each": 9.0},
+    }
+    text = remote.report(None, None, ceiling)
+    assert "2.05 GB/s with 2" in text
+    assert "best HTTP / local: 0.34" in text
+    assert "1.80x the work of 1" in text
