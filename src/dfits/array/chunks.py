@@ -18,11 +18,11 @@ __all__ = ["REDUCE_DEPTH", "file_chunks", "normalize", "reduction_chunks"]
 #: Stored bytes per output pixel that a chunk should hold along a reduced axis. Each chunk of a
 #: reduction along one axis leaves float64 partials (one to three per pixel) that dask keeps,
 #: moves and adds; with 256 bytes of input behind each pixel they stay under ~10 % of the
-#: chunk. Measured with 2 threads, medians of 3-5 runs: on a 256 x 2048 x 2048 float32 cube
-#: moment-1 took 2.49 s with the file's 8-plane slabs and 0.74 s with 64-plane chunks
-#: (0.78 s with 128, 0.87 s with 256), moment-0 1.29 -> 0.62 s; on a 256 x 1024 x 1024 cube
-#: the file's 32-plane slabs ran moment-1 in 0.30 s, 64-plane chunks in 0.22 s (moment-0
-#: 0.21 -> 0.18 s). Chunks are strided reads of a few long runs; the kernels read those rows
+#: chunk. ``benchmarks/plans.py`` (2 threads, medians): on a 256 x 2048 x 2048 float32 cube
+#: moment-1 took 2.15 s with the file's 8-plane slabs and 0.65 s with 64-plane chunks
+#: (0.58 s with 128, 0.70 s with 256), moment-0 1.19 -> 0.47 s; on a 256 x 1024 x 1024 cube
+#: the file's 32-plane slabs ran moment-1 in 0.24 s, 64-plane chunks in 0.16 s (moment-0
+#: 0.16 -> 0.13 s). Chunks are strided reads of a few long runs; the kernels read those rows
 #: as fast as contiguous ones.
 REDUCE_DEPTH = 256
 
