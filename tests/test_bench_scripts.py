@@ -15,18 +15,22 @@ from tests.servers import ScriptedServer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def remote():
+def _script(name: str):
+    """Import ``benchmarks/<name>.py``, which imports its sibling ``compare``."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        spec = importlib.util.spec_from_file_location(
-            "remote_bench", ROOT / "benchmarks" / "remote.py"
-        )
+        path = ROOT / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"{name}_bench", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        yield module
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+@pytest.fixture(scope="module")
+def remote():
+    return _script("remote")
 
 
 def test_ranged_get_reads_exactly_the_range(remote, tmp_path):
@@ -54,15 +58,7 @@ def test_ceiling_report_names_the_ratio(remote):
 def test_plans_script_runs_on_a_small_cube(tmp_path):
     from astropy.io import fits
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "plans_bench", ROOT / "benchmarks" / "plans.py"
-        )
-        plans = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(plans)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    plans = _script("plans")
     cube = np.random.default_rng(5).random((16, 8, 8), dtype=np.float32) + 1
     path = tmp_path / "cube.fits"
     fits.PrimaryHDU(cube).writeto(path)
