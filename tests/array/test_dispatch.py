@@ -90,6 +90,50 @@ def test_reductions_are_fused_and_match_astropy(case, no_decode, name):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6, equal_nan=True)
 
 
+def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
+    # dask's combine casts every partial to float32 before adding, so the chunk step hands
+    # it float32 straight from the kernel (no float64 copy of each map); same values
+    from dfits.array import dispatch
+
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((24, 16, 20)).astype(np.float32)
+    data[3, 4, 5] = np.nan
+    path = str(tmp_path / "cube.fits")
+    offset = write_image(path, data, None, None, None)
+    x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=(5, 16, 20))
+    seen = []
+    plain = dispatch.HANDLED[np.sum]
+
+    def spy(*args, **kwargs):
+        out = plain(*args, **kwargs)
+        seen.append(out.dtype)
+        return out
+
+    monkeypatch.setitem(dispatch.HANDLED, np.sum, spy)
+    got = x.sum(axis=0).compute()
+    assert seen
+    assert set(seen) == {np.dtype(np.float32)}
+    assert got.dtype == np.float32
+    assert type(got) is np.ndarray
+    # the reference: float64 sums of each 5-plane chunk, rounded, then added in float32
+    parts = [data[i : i + 5].astype(float).sum(axis=0).astype(np.float32) for i in range(0, 24, 5)]
+    want = parts[0]
+    for p in parts[1:]:
+        want = want + p
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    assert np.isnan(got[4, 5])
+    assert np.isfinite(np.delete(got.ravel(), 4 * 20 + 5)).all()
+    # dask's mean of float32 sums into float32 as well (its combine casts the same way)
+    with np.errstate(invalid="ignore"):
+        want_mean = data.astype(float).mean(axis=0)
+    got_mean = x.mean(axis=0).compute()
+    np.testing.assert_allclose(got_mean, want_mean, rtol=1e-6, atol=1e-6, equal_nan=True)
+    # an explicit float64 sum keeps float64 partials
+    seen.clear()
+    x.sum(axis=0, dtype=np.float64).compute()
+    assert set(seen) == {np.dtype(np.float64)}
+
+
 def test_compute_returns_plain_numpy(case):
     x, ref = case
     for arr in (x, x[2:5], x[4, 5], x.rechunk(-1)):

@@ -69,6 +69,26 @@ def test_sums_and_moments_match_oracle(spec, rng, axis, layout):
 
 
 @pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_sums_stored_narrow_are_the_float64_sums_rounded(spec, rng, axis, layout):
+    # ``dtype=`` changes only where the float64 accumulator is rounded: once, on store
+    u = uview(views(make_stored(spec, (5, 7, 9), rng))[layout])
+    for skipna in (False, True):
+        wide, n_wide = kernels.sum_count(u, spec, axis, skipna=skipna)
+        narrow, n_narrow = kernels.sum_count(u, spec, axis, skipna=skipna, dtype=np.float32)
+        assert narrow.dtype == np.float32
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(narrow, np.asarray(wide).astype(np.float32))
+        np.testing.assert_array_equal(n_narrow, n_wide)
+
+
+def test_sums_refuse_a_non_float_dtype(spec):
+    u = np.zeros(4, f"u{abs(spec.bitpix) // 8}")
+    with pytest.raises(TypeError, match="floating point"):
+        kernels.sum_count(u, spec, dtype=np.int32)
+
+
+@pytest.mark.parametrize("axis", AXES, ids=str)
 def test_extrema_match_oracle(spec, rng, axis):
     raw = make_stored(spec, (5, 7, 9), rng)
     u = uview(raw)

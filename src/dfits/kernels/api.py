@@ -154,8 +154,19 @@ def _run(
     return outs
 
 
-def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
-    """Float64 sums and int64 counts of (valid, with ``skipna``) values over ``axis``.
+def sum_count(
+    u: np.ndarray,
+    spec: Spec,
+    axis: Any = None,
+    *,
+    skipna: bool = False,
+    dtype: Any = None,
+):
+    """Sums and int64 counts of (valid, with ``skipna``) values over ``axis``.
+
+    Values are accumulated in float64. The sums come back as float64, or as ``dtype`` (a
+    float type) when given: the kernel then rounds each finished sum once as it stores it,
+    so a large partial (a moment map) never exists in float64 as well.
 
     When no value can be missing from the count (``skipna`` off, or an encoding without NaN
     or BLANK) the counts are all alike and come back as a read-only broadcast array.
@@ -163,13 +174,21 @@ def sum_count(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = Fal
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
+    out_dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if out_dtype.kind != "f":
+        raise TypeError(f"sums are floating point, not {out_dtype}")
     if u.size == 0:
-        return np.zeros(shape), np.zeros(shape, np.int64)
+        return np.zeros(shape, out_dtype), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
-        return _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna)
+        total, n = _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna)
+        return total.astype(out_dtype, copy=False), n
+    if out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
+        # awkward layouts combine sub-results: keep those in float64, round at the end
+        total, n = sum_count(u, spec, axes, skipna=skipna)
+        return total.astype(out_dtype), n
     rows, cols = sum_kernels(kind, skipna)
     counted = skipna and kind.can_be_missing
-    outs = [np.zeros(shape)] + ([np.zeros(shape, np.int64)] if counted else [])
+    outs = [np.zeros(shape, out_dtype)] + ([np.zeros(shape, np.int64)] if counted else [])
 
     def call(form, v, outs_):
         if counted:
