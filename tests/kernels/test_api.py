@@ -68,6 +68,20 @@ def test_sums_and_moments_match_oracle(spec, rng, axis, layout):
         np.testing.assert_allclose(var, want_var, rtol=max(rtol, 1e-10), atol=1e-6, equal_nan=True)
 
 
+def test_decode_rows_reads_rows_where_the_geometry_says(spec, rng):
+    raw = make_stored(spec, (9, 11), rng)
+    base = uview(raw).reshape(-1)
+    want = oracle.decode(raw, spec)
+    # rows 2..6, columns 3..9, as a view would see them: offset 2·11 + 3, stride 11
+    np.testing.assert_array_equal(kernels.decode_rows(base, (5, 7, 25, 11), spec), want[2:7, 3:10])
+    # rows running upwards (a reversed view): start at row 8, stride -22
+    np.testing.assert_array_equal(kernels.decode_rows(base, (4, 11, 88, -22), spec), want[::-2][:4])
+    assert kernels.decode_rows(base, (0, 11, 0, 11), spec).shape == (0, 11)
+    for bad in [(2, 11, 88, 11), (3, 5, 1, -1), (1, 100, 0, 0)]:
+        with pytest.raises(ValueError, match="do not lie within"):
+            kernels.decode_rows(base, bad, spec)
+
+
 @pytest.mark.parametrize("axis", AXES, ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
 def test_sums_stored_narrow_are_the_float64_sums_rounded(spec, rng, axis, layout):

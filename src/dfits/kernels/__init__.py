@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dfits.kernels.api import (
     decode,
+    decode_rows,
     extrema,
     integer_sum,
     is_integer_kind,
@@ -20,6 +21,7 @@ from dfits.kernels.api import (
 
 __all__ = [
     "decode",
+    "decode_rows",
     "extrema",
     "integer_sum",
     "is_integer_kind",

@@ -71,16 +71,28 @@ def flat_view(v):
     ``v``'s lowest and highest elements, so it never leaves ``v``'s buffer.
     """
     item = v.itemsize
-    shape = v.shape
-    if v.size == 0 or (shape[-1] > 1 and v.strides[-1] != item):
+    shape, strides = v.shape, v.strides
+    if v.size == 0 or (shape[-1] > 1 and strides[-1] != item):
         return None
-    if any(st % item for st in v.strides):
-        return None
-    el = [0 if n == 1 else st // item for n, st in zip(shape, v.strides, strict=True)]
+    # one pass, no temporaries: section reads call this once per stamp
+    el = []
+    lo = hi = 0
+    flip = False
+    for n, st in zip(shape, strides, strict=True):
+        if n == 1:
+            el.append(0)
+            continue
+        q, r = divmod(st, item)
+        if r:
+            return None
+        el.append(q)
+        if q < 0:
+            lo += (n - 1) * q
+            flip = True
+        else:
+            hi += (n - 1) * q
     el[-1] = 1
-    lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, el, strict=True))
-    hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, el, strict=True))
     # Flipping the axes that run backwards puts the view's pointer on its lowest element.
-    low = v[tuple(slice(None, None, -1) if st < 0 else slice(None) for st in el)]
+    low = v[tuple(slice(None, None, -1) if st < 0 else slice(None) for st in el)] if flip else v
     base = as_strided(low, (hi - lo + 1,), (item,), writeable=False)
     return base, -lo, tuple(el)

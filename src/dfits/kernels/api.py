@@ -9,7 +9,9 @@ order (no ``keepdims``). Nothing here knows about files or dask.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,6 +26,7 @@ from dfits.kernels.weighted import weighted_kernels
 __all__ = [
     "Spec",
     "decode",
+    "decode_rows",
     "extrema",
     "integer_sum",
     "is_integer_kind",
@@ -70,15 +73,25 @@ def normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _params(u: np.ndarray, spec: Spec) -> tuple[Kind, float, float, Any]:
-    kind = kind_of(spec)
+    kind, scale, zero, blank = _encoding(
+        spec.bitpix, spec.mode, spec.bscale, spec.bzero, spec.blank
+    )
     if u.dtype != kind.view_dtype:
         raise TypeError(f"kernels need a {kind.view_dtype} view for BITPIX {kind.bitpix}")
-    blank = 0
+    return kind, scale, zero, blank
+
+
+@functools.lru_cache(maxsize=256)
+def _encoding(bitpix: int, mode: str, bscale: float, bzero: float, blank: Any):
+    # memoised: a section read decodes one small stamp per call, where building these
+    # (a numpy scalar round trip for BLANK) cost as much as the kernel itself
+    kind = kind_of(SimpleNamespace(bitpix=bitpix, mode=mode, blank=blank))
+    raw = 0
     if kind.has_blank:
         # compare raw bits: the stored big-endian pattern of BLANK as this machine reads it
-        blank = np.array(spec.blank, dtype=f">i{abs(kind.bitpix) // 8}").view(kind.view_dtype)
-        blank = blank.astype(kind.view_dtype.newbyteorder("="))[()]
-    return kind, float(spec.bscale), float(spec.bzero), kind.view_dtype.type(blank)
+        raw = np.array(blank, dtype=f">i{abs(kind.bitpix) // 8}").view(kind.view_dtype)
+        raw = raw.astype(kind.view_dtype.newbyteorder("="))[()]
+    return kind, float(bscale), float(bzero), kind.view_dtype.type(raw)
 
 
 def is_integer_kind(spec: Spec) -> bool:
@@ -94,6 +107,10 @@ def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarr
     if u.size == 0:
         return out
     kernel = decode_kernel(kind)
+    if u.ndim == 2 and out.flags.c_contiguous:
+        # rows as they are (a stamp): coalescing axes buys nothing at two dimensions
+        kernel(*_flat(u), scale, zero, blank, out)
+        return out
     layout = layout_for(u, frozenset(range(u.ndim)))
     if layout is not None and out.flags.c_contiguous:
         _, u2 = layout
@@ -104,6 +121,28 @@ def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarr
     else:
         for i in range(u.shape[0]):
             decode(u[i], spec, out[i])
+    return out
+
+
+def decode_rows(base: np.ndarray, geo: tuple[int, int, int, int], spec: Spec) -> np.ndarray:
+    """Decode ``nrow`` rows of ``length`` values lying in ``base`` into a new native array.
+
+    ``base`` is a 1-D contiguous native unsigned view; ``geo = (nrow, length, offset,
+    row_stride)`` in elements (a negative stride runs upwards). Row ``a`` is
+    ``base[offset + a·row_stride :][:length]``. For callers that keep one flat view of a
+    whole data block and know where a region lies in it (section reads), so that no view per
+    region has to be built and measured. Returns shape ``(nrow, length)``.
+    """
+    kind, scale, zero, blank = _params(base, spec)
+    nrow, length, off, sa = geo
+    out = np.empty((nrow, length), dtype=spec.physical)
+    if out.size == 0:
+        return out
+    last = off + (nrow - 1) * sa
+    if base.ndim != 1 or min(off, last) < 0 or max(off, last) + length > base.size:
+        # numba slices clamp silently: a bad geometry must not read the wrong values
+        raise ValueError(f"rows {geo} do not lie within a base of {base.size} values")
+    decode_kernel(kind)(base, geo, scale, zero, blank, out)
     return out
 
 
