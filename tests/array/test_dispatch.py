@@ -128,10 +128,13 @@ def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
         want_mean = data.astype(float).mean(axis=0)
     got_mean = x.mean(axis=0).compute()
     np.testing.assert_allclose(got_mean, want_mean, rtol=1e-6, atol=1e-6, equal_nan=True)
-    # an explicit float64 sum keeps float64 partials
+    # an explicit float64 sum keeps float64 partials; float16 is cast from them
     seen.clear()
     x.sum(axis=0, dtype=np.float64).compute()
     assert set(seen) == {np.dtype(np.float64)}
+    half = x.sum(axis=0, dtype=np.float16).compute()
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(half, want, rtol=2e-3, atol=1e-2, equal_nan=True)
 
 
 def test_compute_returns_plain_numpy(case):

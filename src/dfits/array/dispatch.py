@@ -90,11 +90,8 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
 
 
 def _narrow_partial(x: StoredChunk, axes: tuple[int, ...], dtype: Any, skipna: bool) -> bool:
-    """True for a sum asked for in a float type narrower than float64, not memoised yet."""
-    if dtype is None or (axes, skipna) in x._memo:
-        return False
-    dt = np.dtype(dtype)
-    return dt.kind == "f" and dt.itemsize < 8
+    """True for a float32 sum not memoised yet (other dtypes cast a float64 partial)."""
+    return dtype is not None and np.dtype(dtype) == np.float32 and (axes, skipna) not in x._memo
 
 
 @_implements(np.sum)

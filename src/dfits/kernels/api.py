@@ -203,8 +203,8 @@ def sum_count(
 ):
     """Sums and int64 counts of (valid, with ``skipna``) values over ``axis``.
 
-    Values are accumulated in float64. The sums come back as float64, or as ``dtype`` (a
-    float type) when given: the kernel then rounds each finished sum once as it stores it,
+    Values are accumulated in float64. The sums come back as float64, or as ``dtype``
+    (float32) when given: the kernel then rounds each finished sum once as it stores it,
     so a large partial (a moment map) never exists in float64 as well.
 
     When no value can be missing from the count (``skipna`` off, or an encoding without NaN
@@ -214,8 +214,8 @@ def sum_count(
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
     out_dtype = np.dtype(np.float64 if dtype is None else dtype)
-    if out_dtype.kind != "f":
-        raise TypeError(f"sums are floating point, not {out_dtype}")
+    if out_dtype not in (np.float32, np.float64):
+        raise TypeError(f"sums are float32 or float64, not {out_dtype}")
     if u.size == 0:
         return np.zeros(shape, out_dtype), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
