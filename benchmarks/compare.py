@@ -28,6 +28,9 @@ Methodology
   registers with the ``dfits.kernels._swap`` intrinsics; it is told the layout and parses
   nothing. ``numpy-native`` reduces an in-memory native array loaded before timing (for
   ``nanmean16``: the physical float32 values with NaN for blanks, twice the stored size).
+  ``numpy-rawint`` (``nanmean16`` only) is hand-tuned numpy on the stored integers, read
+  from the file like the other tools: an int64 sum less BLANK times the count of BLANKs,
+  scaled once (see ``rawint_nanmean``).
 * astropy 8 refuses ``memmap=True`` on scaled data, so the memmap tools use ``fits.open``'s
   default (memory-mapped where astropy can, converted in memory where it cannot).
 * Results are cross-checked against ``numpy-native`` (else ``astropy-eager``, else ``LIMIT``)
@@ -62,6 +65,7 @@ import numpy as np
 TOOLS = (
     "LIMIT",
     "numpy-native",
+    "numpy-rawint",
     "astropy-eager",
     "astropy-memmap",
     "fitsio",
@@ -82,6 +86,8 @@ FILE_OF = {
     "headers": "headers",
 }
 NOT_APPLICABLE = {
+    # the raw-integer idiom exists only for scaled integers with BLANK
+    *((case, "numpy-rawint") for case in ALL_CASES if case != "nanmean16"),
     ("stamps", "dask-from-array"),
     ("headers", "numpy-native"),
     ("headers", "astropy-eager"),
@@ -94,6 +100,7 @@ STAMP = 32
 HOW = {  # what each tool does, by tool or by (case, tool)
     "LIMIT": "Numba kernel on native uint memmap, bswap in registers",
     "numpy-native": "numpy on a preloaded native array (load not timed)",
+    "numpy-rawint": "np.memmap('>i2') blocks: swap, int64 sum - BLANK x count, scale once",
     "astropy-eager": "fits.getdata(memmap=False) + numpy",
     "astropy-memmap": "fits.open(path)[0].data (default memmap) + numpy",
     "fitsio": "fitsio.read + numpy",
@@ -361,6 +368,29 @@ def native(path: str, m: dict) -> np.ndarray:
     return out
 
 
+def rawint_nanmean(path: str, m: dict, block: int = 1 << 20) -> float:
+    """nanmean of scaled int16 data the fastest way numpy has, reading the file like the others.
+
+    Never scales per value: blocks of the big-endian memmap are byte-swapped into one reused
+    native buffer (cache-sized, so no fresh memory), BLANKs counted and the block summed in
+    int64; the BLANKs come back out of the sum by their count and BSCALE/BZERO apply once.
+    Measured on this project's VM: 0.24 s for the 512 MiB image, against 0.33 s on the
+    big-endian blocks directly and 0.15 s on a preloaded native copy (load not timed).
+    """
+    raw = np.memmap(path, ">i2", "r", m["offset"], (math.prod(m["shape"]),))
+    buf, mask = np.empty(block, np.int16), np.empty(block, bool)
+    total = blanks = 0
+    for start in range(0, raw.size, block):
+        stored = raw[start : start + block]
+        vals, hits = buf[: stored.size], mask[: stored.size]
+        np.copyto(vals, stored)
+        np.equal(vals, m["BLANK"], out=hits)
+        blanks += int(np.count_nonzero(hits))
+        total += int(vals.sum(dtype=np.int64))
+    n = raw.size - blanks
+    return (m["BSCALE"] * (total - m["BLANK"] * blanks) + m["BZERO"] * n) / n
+
+
 def fitsio_read(path: str, m: dict) -> np.ndarray:
     import fitsio
 
@@ -380,6 +410,8 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "numpy-native":
         a = native(path, m)
         return lambda: numpy_reduce(case, a)
+    if tool == "numpy-rawint":
+        return lambda: rawint_nanmean(path, m)
     if tool == "fitsio":
         return lambda: numpy_reduce(case, fitsio_read(path, m))
     if tool == "dfits":
