@@ -78,8 +78,18 @@ REDUCTIONS = {
 }
 
 
+@pytest.fixture(params=["large-only", "every"])
+def stacking(request, monkeypatch):
+    """Run once as shipped and once with every keepdims sum partial added by a PartialStack."""
+    from dfits.array import partials
+
+    if request.param == "every":
+        monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("name", list(REDUCTIONS))
-def test_reductions_are_fused_and_match_astropy(case, no_decode, name):
+def test_reductions_are_fused_and_match_astropy(case, no_decode, stacking, name):
     x, ref = case
     lazy, oracle = REDUCTIONS[name]
     with warnings.catch_warnings():
@@ -137,12 +147,16 @@ def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
     np.testing.assert_allclose(half, want, rtol=2e-3, atol=1e-2, equal_nan=True)
 
 
-def test_compute_returns_plain_numpy(case):
+def test_compute_returns_plain_numpy(case, stacking):
     x, ref = case
     for arr in (x, x[2:5], x[4, 5], x.rechunk(-1)):
         out = arr.compute()
         assert type(out) is np.ndarray
         assert out.dtype == ref.dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for red in (x.sum(axis=0), x.sum(axis=(0, 2), keepdims=True), da.nanmean(x, axis=0)):
+            assert type(red.compute()) is np.ndarray
     np.testing.assert_array_equal(x.compute(), ref)
     np.testing.assert_array_equal(x[::3, 5, ::-2].compute(), ref[::3, 5, ::-2])
 
@@ -190,7 +204,7 @@ def test_names_are_deterministic(case):
     c2=st.integers(10, 40),
     axis=st.sampled_from([None, 0, 1, 2, (0, 1), (1, 2), (0, 2)]),
 )
-def test_hypothesis_chunkings(case, c0, c1, c2, axis):
+def test_hypothesis_chunkings(case, stacking, c0, c1, c2, axis):
     x, ref = case
     # re-plan the same block with other chunks (rechunk would decode and concatenate)
     chunks = normalize_chunks((c0, c1, c2), x.shape)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dfits import kernels
+from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
 from dfits.array.stored import Deviation, StoredChunk
 
 __all__ = ["HANDLED", "HANDLED_DEVIATION", "register_dask_hooks"]
@@ -86,7 +87,13 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
         value = kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=dtype)[0]
     else:
         value = _stats(x, axes, skipna, need_m2=False)[1]
-    return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
+    return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+def _partial(value: Any, keepdims: bool, out: Any) -> Any:
+    # keepdims is how dask's chunk step calls us: mark large partials so that its combine
+    # step adds them instead of concatenating them (see dfits.array.partials)
+    return as_partial(value) if keepdims and out is None else value
 
 
 def _narrow_partial(x: StoredChunk, axes: tuple[int, ...], dtype: Any, skipna: bool) -> bool:
@@ -285,7 +292,7 @@ def _count(x: StoredChunk, skipna: bool, **kwargs):
             _stats(x, axes, skipna, need_m2=True)
     else:
         n = _stats(x, axes, True, need_m2=_called_from_moment_chunk())[0]
-    return _finish(_shape_out(x, axes, keepdims, n), dtype, None)
+    return _partial(_finish(_shape_out(x, axes, keepdims, n), dtype, None), keepdims, None)
 
 
 def register_dask_hooks() -> None:
@@ -295,6 +302,8 @@ def register_dask_hooks() -> None:
     numel_lookup.register(StoredChunk, lambda x, **kw: _count(x, False, **kw))
     nannumel_lookup.register(StoredChunk, lambda x, **kw: _count(x, True, **kw))
     concatenate_lookup.register(StoredChunk, _concatenate_chunks)
+    concatenate_lookup.register(SumPartial, concatenate_partials)
+    concatenate_lookup.register(PartialStack, concatenate_partials)
 
 
 def _concatenate_chunks(arrays, axis=0, out=None):

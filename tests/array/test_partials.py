@@ -1,0 +1,182 @@
+"""Sum partials are added by dask's combine step, never concatenated, and never leak out."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from dask.array.core import _concatenate2
+
+from dfits.array import partials
+from dfits.array.dispatch import register_dask_hooks
+from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
+from tests.array.helpers import block_array, write_image
+
+register_dask_hooks()
+
+
+def _parts(rng, n=4, shape=(1, 6, 5), dtype=np.float32):
+    return [rng.standard_normal(shape).astype(dtype).view(SumPartial) for _ in range(n)]
+
+
+def test_sum_partial_results_are_plain_arrays():
+    p = np.arange(12.0).reshape(1, 3, 4).view(SumPartial)
+    for out in (p + 1, np.sqrt(p), p.sum(axis=1), np.concatenate([p, p]), p.copy()):
+        assert type(out) is np.ndarray
+    assert type(pickle.loads(pickle.dumps(p))) is np.ndarray
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(p)), p.view(np.ndarray))
+    out = np.empty((1, 3, 4))
+    np.add(p, p, out=out)
+    np.testing.assert_array_equal(out, 2 * np.arange(12.0).reshape(1, 3, 4))
+
+
+def test_as_partial_marks_only_large_arrays(monkeypatch):
+    small = np.zeros((1, 4))
+    assert type(as_partial(small)) is np.ndarray
+    big = np.zeros((1, partials.STACK_MIN_BYTES // 8))
+    assert type(as_partial(big)) is SumPartial
+    assert as_partial(3.0) == 3.0
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    assert type(as_partial(small)) is SumPartial
+    assert type(as_partial(np.float64(1.0))) is np.float64
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("keepdims", [True, False])
+@pytest.mark.parametrize("want", [None, np.float32, np.float64])
+def test_stack_sum_equals_numpy_over_the_concatenation(dtype, keepdims, want):
+    parts = _parts(np.random.default_rng(1), dtype=dtype)
+    stack = PartialStack(parts, 0)
+    dense = np.concatenate([p.view(np.ndarray) for p in parts])
+    assert stack.shape == dense.shape
+    assert stack.dtype == dense.dtype
+    got = np.sum(stack, axis=(0,), keepdims=keepdims, dtype=want)
+    ref = np.sum(dense, axis=(0,), keepdims=keepdims, dtype=want)
+    assert type(got) is np.ndarray
+    assert got.dtype == ref.dtype
+    assert got.shape == ref.shape
+    # numpy also adds the rows of an outer-axis reduction one after another: same rounding
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(stack.sum(axis=0, keepdims=keepdims, dtype=want), ref)
+
+
+def test_stack_sum_leaves_its_inputs_alone():
+    parts = _parts(np.random.default_rng(2))
+    before = [p.copy() for p in parts]
+    np.sum(PartialStack(parts, 0), axis=0)
+    for p, b in zip(parts, before, strict=True):
+        np.testing.assert_array_equal(p, b)
+
+
+def test_nested_stacks_over_several_axes():
+    rng = np.random.default_rng(3)
+    grid = [[rng.standard_normal((1, 5, 1)).view(SumPartial) for _ in range(3)] for _ in range(2)]
+    stack = PartialStack([PartialStack(row, 2) for row in grid], 0)
+    dense = np.concatenate([np.concatenate(row, axis=2) for row in grid], axis=0)
+    assert stack.axes == {0, 2}
+    assert stack.shape == dense.shape == (2, 5, 3)
+    np.testing.assert_allclose(np.sum(stack, axis=(0, 2)), dense.sum(axis=(0, 2)), rtol=1e-14)
+    np.testing.assert_allclose(
+        np.sum(stack, axis=(0, 2), keepdims=True), dense.sum(axis=(0, 2), keepdims=True)
+    )
+
+
+def test_nansum_of_stack_skips_nan_partials():
+    parts = _parts(np.random.default_rng(4), dtype=np.float64)
+    parts[1][0, 2, 3] = np.nan
+    parts[2][0, 2, 3] = np.inf
+    parts[3][0, 2, 3] = -np.inf  # inf - inf: NaN in a plain sum, skipped by none
+    stack = PartialStack(parts, 0)
+    dense = np.concatenate([p.view(np.ndarray) for p in parts])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(np.nansum(stack, axis=0), np.nansum(dense, axis=0))
+        np.testing.assert_array_equal(np.sum(stack, axis=0), np.sum(dense, axis=0))
+    assert np.isnan(parts[1][0, 2, 3])  # the NaN was skipped in a copy, not overwritten
+
+
+def test_anything_but_the_matching_sum_concatenates():
+    parts = _parts(np.random.default_rng(5))
+    stack = PartialStack(parts, 0)
+    dense = np.concatenate([p.view(np.ndarray) for p in parts])
+    np.testing.assert_array_equal(np.asarray(stack), dense)
+    np.testing.assert_array_equal(np.sum(stack, axis=1), dense.sum(axis=1))  # other axis
+    np.testing.assert_array_equal(np.sum(stack), dense.sum())  # all axes
+    np.testing.assert_array_equal(np.mean(stack, axis=0), dense.mean(axis=0))
+    np.testing.assert_array_equal(stack * 2, dense * 2)
+    np.testing.assert_array_equal(stack.astype(np.float64), dense.astype(np.float64))
+    out = np.empty((1, 6, 5), np.float32)
+    np.sum(stack, axis=0, keepdims=True, out=out)
+    np.testing.assert_array_equal(out, dense.sum(axis=0, keepdims=True))
+    assert type(np.sum(stack, axis=0, where=np.ones((4, 6, 5), bool))) is np.ndarray
+
+
+def test_hook_concatenates_unless_a_sum_follows():
+    parts = _parts(np.random.default_rng(6))
+    # called directly (not from dask's _concatenate2 in a summing caller): a real concatenation
+    direct = concatenate_partials(parts, axis=0)
+    assert type(direct) is np.ndarray
+    assert direct.shape == (4, 6, 5)
+    # dask's _concatenate2 outside a reduction (e.g. concatenate3 of map_blocks results)
+    assert type(_concatenate2(parts, axes=[0])) is np.ndarray
+
+
+@pytest.fixture
+def cube(tmp_path, monkeypatch):
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((30, 8, 9)).astype(np.float32)
+    data[4, 2, 3] = np.nan
+    path = str(tmp_path / "cube.fits")
+    offset = write_image(path, data, None, None, None)
+    x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=(3, 8, 9))
+    return x, data
+
+
+def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
+    x, data = cube
+
+    def refuse(self):
+        raise AssertionError("partials were concatenated")
+
+    monkeypatch.setattr(PartialStack, "dense", refuse)
+    added = []
+    real = partials._stack_sum
+
+    def spy(stack, *args):
+        added.append(len(stack.leaves()))
+        return real(stack, *args)
+
+    monkeypatch.setattr(partials, "_stack_sum", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for lazy, want in (
+            (x.sum(axis=0), np.sum(data.astype(float), axis=0)),
+            (da.nansum(x, axis=0), np.nansum(data.astype(float), axis=0)),
+            (x.mean(axis=0), np.mean(data.astype(float), axis=0)),
+            (da.nanmean(x, axis=0, split_every=3), np.nanmean(data.astype(float), axis=0)),
+            (x.sum(axis=(0, 2), keepdims=True), data.astype(float).sum(axis=(0, 2), keepdims=1)),
+        ):
+            added.clear()
+            got = lazy.compute()
+            assert added, "dask's combine did not reach the stack"
+            assert type(got) is np.ndarray
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_user_blocks_of_partials_come_back_plain(cube):
+    x, data = cube
+    keep = x.map_blocks(lambda b: np.sum(b, axis=0, keepdims=True), chunks=(1, 8, 9))
+    got = keep.compute()
+    assert type(got) is np.ndarray
+    assert got.shape == (10, 8, 9)
+    one = x[:3].map_blocks(lambda b: np.sum(b, axis=0, keepdims=True), chunks=(1, 8, 9))
+    got_one = one.compute()
+    assert type(got_one) is np.ndarray
+    np.testing.assert_allclose(got_one[0], data[:3].astype(float).sum(axis=0), rtol=1e-6)
+    # the moment (var/std) combine does arithmetic on the concatenation: it gets a real one
+    np.testing.assert_allclose(
+        x.std(axis=0).compute(), np.std(data.astype(float), axis=0), rtol=1e-5, equal_nan=True
+    )
