@@ -169,8 +169,10 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
     acc = np.array(_valid(first, skipna), dtype=rdtype, copy=True)
     for leaf in leaves[1:]:
         np.add(acc, _valid(leaf, skipna), out=acc, dtype=rdtype, casting="unsafe")
-    if not keepdims:
-        acc = acc.reshape(tuple(n for i, n in enumerate(acc.shape) if i not in axes))
+    if keepdims:
+        # a combine step's result: the next level (or dask's aggregate) stacks it in turn
+        return as_partial(acc)
+    acc = acc.reshape(tuple(n for i, n in enumerate(acc.shape) if i not in axes))
     return acc[()] if acc.ndim == 0 else acc
 
 
