@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from astropy.io import fits
 
 from dfits.array.build import ImageBlock, dask_array
@@ -33,3 +34,13 @@ def astropy_data(path):
     with fits.open(path) as hl:
         data = hl[0].data
         return data.astype(data.dtype.newbyteorder("="))
+
+
+def float32_cube(tmp_path, shape, chunks, nan_at, seed):
+    """A float32 cube file with one NaN, its dfits dask array and the values written."""
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    data[nan_at] = np.nan
+    path = str(tmp_path / "cube.fits")
+    offset = write_image(path, data, None, None, None)
+    x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=chunks)
+    return x, data

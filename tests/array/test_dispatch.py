@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfits.array.build import ImageBlock, dask_array
-from tests.array.helpers import astropy_data, block_array, write_image
+from tests.array.helpers import astropy_data, block_array, float32_cube, write_image
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -105,12 +105,7 @@ def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
     # it float32 straight from the kernel (no float64 copy of each map); same values
     from dfits.array import dispatch
 
-    rng = np.random.default_rng(5)
-    data = rng.standard_normal((24, 16, 20)).astype(np.float32)
-    data[3, 4, 5] = np.nan
-    path = str(tmp_path / "cube.fits")
-    offset = write_image(path, data, None, None, None)
-    x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=(5, 16, 20))
+    x, data = float32_cube(tmp_path, (24, 16, 20), (5, 16, 20), (3, 4, 5), seed=5)
     seen = []
     plain = dispatch.HANDLED[np.sum]
 

@@ -13,7 +13,7 @@ from dask.array.core import _concatenate2
 from dfits.array import partials
 from dfits.array.dispatch import register_dask_hooks
 from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
-from tests.array.helpers import block_array, write_image
+from tests.array.helpers import float32_cube
 
 register_dask_hooks()
 
@@ -126,13 +126,7 @@ def test_hook_concatenates_unless_a_sum_follows():
 @pytest.fixture
 def cube(tmp_path, monkeypatch):
     monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
-    rng = np.random.default_rng(7)
-    data = rng.standard_normal((30, 8, 9)).astype(np.float32)
-    data[4, 2, 3] = np.nan
-    path = str(tmp_path / "cube.fits")
-    offset = write_image(path, data, None, None, None)
-    x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=(3, 8, 9))
-    return x, data
+    return float32_cube(tmp_path, (30, 8, 9), (3, 8, 9), (4, 2, 3), seed=7)
 
 
 def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
