@@ -81,6 +81,25 @@ def test_process_cluster_matches_local(cluster, cube, name):
     np.testing.assert_allclose(remote, local, rtol=1e-6, equal_nan=True)
 
 
+def test_large_partials_cross_workers_as_plain_arrays(cluster, tmp_path):
+    # 256 KiB moment-map partials: SumPartials on the worker that made them, plain arrays
+    # once shipped to the other one; either way the combine adds them and the result is numpy
+    _, client = cluster
+    path = tmp_path / "maps.fits"
+    data = np.random.default_rng(12).standard_normal((16, 256, 256)).astype(np.float32)
+    data[3, 4, 5] = np.nan
+    with ImageWriter(path, data.shape, ">f4", []) as out:
+        out.write(data)
+    x = dfits.open(str(path), chunks=(2, 256, 256))[0].data
+    for expr, want in (
+        (x.sum(axis=0), data.astype(float).sum(axis=0)),
+        (da.nanmean(x, axis=0), np.nanmean(data.astype(float), axis=0)),
+    ):
+        got = client.compute(expr).result()
+        assert type(got) is np.ndarray
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
 def test_tasks_are_small(cube):
     path, _ = cube
     x = dfits.open(path, chunks=(8, 48, 40))[0].data
