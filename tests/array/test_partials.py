@@ -174,3 +174,30 @@ def test_user_blocks_of_partials_come_back_plain(cube):
     np.testing.assert_allclose(
         x.std(axis=0).compute(), np.std(data.astype(float), axis=0), rtol=1e-5, equal_nan=True
     )
+
+
+def test_constant_counts_take_no_memory(cube):
+    # dask's mean asks numel for a count map per chunk; when every count is the same the
+    # answer is a broadcast of one value, not a fresh map (a 4 MiB one per moment-map chunk)
+    from dask.array.reductions import nannumel, numel
+
+    from dfits.array.build import ImageBlock
+
+    x, data = cube
+    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    chunk = block[3:6, :, :]
+    for keepdims, shape in ((True, (1, 8, 9)), (False, (8, 9))):
+        n = numel(chunk, axis=(0,), keepdims=keepdims, dtype=np.float32)
+        assert n.shape == shape
+        assert n.dtype == np.float32
+        assert 0 in n.strides
+        np.testing.assert_array_equal(n, 3)
+    # NaN-aware counts are real maps: one NaN at [4, 2, 3]
+    m = nannumel(chunk, axis=(0,), keepdims=False, dtype=np.float64)
+    assert 0 not in m.strides
+    want = np.full((8, 9), 3.0)
+    want[2, 3] = 2
+    np.testing.assert_array_equal(m, want)
+    np.testing.assert_allclose(
+        x.mean(axis=0).compute(), data.astype(float).mean(axis=0), rtol=1e-5, equal_nan=True
+    )

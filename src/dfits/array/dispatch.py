@@ -286,12 +286,16 @@ def _count(x: StoredChunk, skipna: bool, **kwargs):
     keepdims = kwargs.get("keepdims", False)
     dtype = kwargs.get("dtype", np.float64)
     if not skipna or not x.spec.has_missing:
-        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
-        n = np.full(shape, int(np.prod([x.shape[a] for a in axes])), dtype=np.int64)
+        # every count is the same: a read-only broadcast, not a map of fresh memory per chunk
+        # (dask only adds and divides by counts; a stack sum or concatenation copies them)
+        shape = tuple(
+            1 if ax in axes else n for ax, n in enumerate(x.shape) if keepdims or ax not in axes
+        )
+        count = np.asarray(int(np.prod([x.shape[a] for a in axes])), dtype=dtype)
         if _called_from_moment_chunk():
             _stats(x, axes, skipna, need_m2=True)
-    else:
-        n = _stats(x, axes, True, need_m2=_called_from_moment_chunk())[0]
+        return _partial(_finish(np.broadcast_to(count, shape), None, None), keepdims, None)
+    n = _stats(x, axes, True, need_m2=_called_from_moment_chunk())[0]
     return _partial(_finish(_shape_out(x, axes, keepdims, n), dtype, None), keepdims, None)
 
 
