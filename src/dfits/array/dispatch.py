@@ -63,10 +63,11 @@ def _stats(x: StoredChunk, axes: tuple[int, ...], skipna: bool, need_m2: bool):
         return memo
     if need_m2:
         n, mean, m2 = kernels.moments(x.u, x.spec, axes, skipna=skipna)
+        # in place, one map: a std map's chunk step otherwise spends more time filling
+        # fresh temporaries than in the kernel. NaN means (unskipped NaN) give NaN totals.
         with np.errstate(invalid="ignore"):
-            total = np.where(n > 0, mean * n, 0.0)
-        if not skipna:
-            total = np.where(np.isnan(mean) & (n > 0), np.nan, total)
+            total = np.asarray(np.multiply(mean, n))  # 0-d inputs give a scalar
+        total[n <= 0] = 0.0
         memo = (n, total, mean, m2)
     else:
         total, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
@@ -237,15 +238,17 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
     x = d.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
     n, _, mean, m2 = _stats(x, axes, skipna, need_m2=True)
-    centre = np.asarray(d.centre, dtype=np.float64)
+    centre = np.asarray(d.centre)
     if keepdims or centre.ndim == x.ndim:
         centre = np.reshape(centre, mean.shape) if centre.size == mean.size else centre
-    # Σ(x - c)² = M2 + n (mean - c)²: exact shift identity; c is dask's mean, so ≈ M2
+    # Σ(x - c)² = M2 + n (mean - c)²: exact shift identity; c is dask's mean, so ≈ M2.
+    # Evaluated in place in one float64 map (NaN means stay NaN; empty slices sum to 0).
     with np.errstate(invalid="ignore"):
-        shift = np.where(n > 0, mean - centre, 0.0)
-        value = np.where(n > 0, m2 + n * shift * shift, 0.0)
-    if not skipna:
-        value = np.where(np.isnan(mean) & (n > 0), np.nan, value)
+        value = np.asarray(np.subtract(mean, centre, dtype=np.float64))
+        np.multiply(value, value, out=value)
+        np.multiply(value, n, out=value)
+        np.add(value, m2, out=value)
+    value[np.broadcast_to(n <= 0, value.shape)] = 0.0
     return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
 
 
