@@ -113,6 +113,49 @@ def test_anything_but_the_matching_sum_concatenates():
     assert type(np.sum(stack, axis=0, where=np.ones((4, 6, 5), bool))) is np.ndarray
 
 
+def test_elementwise_work_on_stacks_is_done_part_by_part():
+    rng = np.random.default_rng(8)
+    a_parts, b_parts = _parts(rng, dtype=np.float64), _parts(rng, dtype=np.float64)
+    a, b = PartialStack(a_parts, 0), PartialStack(b_parts, 0)
+    da_, db = np.asarray(a), np.asarray(b)
+    row = rng.standard_normal((1, 6, 5))
+    for got, want in (
+        (np.divide(a, b, dtype=np.float32), np.divide(da_, db, dtype=np.float32)),
+        (a - row, da_ - row),
+        (a**2 * b, da_**2 * db),
+        (a == a_parts[1][0, 0, 0], da_ == a_parts[1][0, 0, 0]),
+        (np.where(a > 0, 0, b), np.where(da_ > 0, 0, db)),
+        (a.astype(np.float32), da_.astype(np.float32)),
+    ):
+        assert isinstance(got, PartialStack)
+        assert got.shape == want.shape
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
+    m = PartialStack([p.view(np.ndarray)[..., None].repeat(2, -1) for p in a_parts], 0)
+    got = m[..., 1]
+    assert isinstance(got, PartialStack)
+    np.testing.assert_array_equal(np.asarray(got), da_)
+    np.testing.assert_array_equal(np.sum(got, axis=0), da_.sum(axis=0))
+
+
+def test_elementwise_work_that_would_differ_concatenates():
+    rng = np.random.default_rng(9)
+    a = PartialStack(_parts(rng, dtype=np.float64), 0)
+    dense = np.asarray(a)
+    full = rng.standard_normal((4, 6, 5))  # varies along the stacked axis: no part-wise
+    for got, want in (
+        (a + full, dense + full),
+        (np.where(full > 0, a, 0), np.where(full > 0, dense, 0)),
+    ):
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, want)
+    other = PartialStack([np.asarray(dense[:2]), np.asarray(dense[2:])], 0)  # split otherwise
+    assert type(a * other) is np.ndarray
+    np.testing.assert_array_equal(a * other, dense * dense)
+    np.testing.assert_array_equal(a[0], dense[0])  # indexing a stacked axis
+    assert type(a[0]) is np.ndarray
+
+
 def test_hook_concatenates_unless_a_sum_follows():
     parts = _parts(np.random.default_rng(6))
     # called directly (not from dask's _concatenate2 in a summing caller): a real concatenation
@@ -152,6 +195,9 @@ def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
             (x.mean(axis=0), np.mean(data.astype(float), axis=0)),
             (da.nanmean(x, axis=0, split_every=3), np.nanmean(data.astype(float), axis=0)),
             (x.sum(axis=(0, 2), keepdims=True), data.astype(float).sum(axis=(0, 2), keepdims=1)),
+            # dask's moment combine: divide, astype, subtract, power, where, [..., k], sums
+            (x.std(axis=0), np.std(data.astype(float), axis=0)),
+            (da.nanvar(x, axis=0, ddof=1), np.nanvar(data.astype(float), axis=0, ddof=1)),
         ):
             added.clear()
             got = lazy.compute()

@@ -249,7 +249,7 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
         np.multiply(value, n, out=value)
         np.add(value, m2, out=value)
     value[np.broadcast_to(n <= 0, value.shape)] = 0.0
-    return _finish(_shape_out(x, axes, keepdims, value), dtype, out)
+    return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
 
 
 @_implements(np.sum, table=HANDLED_DEVIATION)

@@ -46,7 +46,11 @@ class SumPartial(np.ndarray):
         return getattr(ufunc, method)(*(_plain(i) for i in inputs), **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        return func(*_plain_all(args), **_plain_all(kwargs))
+        out = func(*_plain_all(args), **_plain_all(kwargs))
+        if func is np.stack and all(isinstance(a, SumPartial) for a in args[0]):
+            # dask's moment_chunk stacks its Σ(x - mean)^k sums: still a chunk's partial
+            return as_partial(out)
+        return out
 
     def copy(self, order: str = "C") -> np.ndarray:  # type: ignore[override]
         # dask's ``finalize`` copies a single-chunk result: hand back numpy's own type
@@ -123,6 +127,10 @@ class PartialStack(NDArrayOperatorsMixin):
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func is np.where and len(args) == 3 and not kwargs:
+            done = _partwise(np.where, args)
+            if done is not None:
+                return done
         if func in _SUMS and len(args) == 1 and args[0] is self:
             kw = dict(kwargs)
             return _stack_sum(
@@ -137,7 +145,31 @@ class PartialStack(NDArrayOperatorsMixin):
         return func(*_plain_all(args), **_plain_all(kwargs))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and ufunc.nout == 1 and "out" not in kwargs:
+            # elementwise work that dask's moment combine does before summing over the
+            # stacked axes: done part by part, never on a concatenation
+            done = _partwise(functools.partial(ufunc, **kwargs), inputs)
+            if done is not None:
+                return done
         return getattr(ufunc, method)(*_plain_all(inputs), **_plain_all(kwargs))
+
+    def astype(self, dtype: Any, **kwargs: Any) -> PartialStack:
+        # dask's ``divide(a, b, dtype)`` casts its quotient: part by part too
+        return _apply(lambda p: p.astype(dtype, **kwargs), [self], self)
+
+    def __getitem__(self, index: Any) -> Any:
+        # ``Ms[..., k]`` picks along the last axis, which is never a stacked one
+        if (
+            isinstance(index, tuple)
+            and index[:1] == (Ellipsis,)
+            and all(isinstance(i, int | np.integer | slice) for i in index[1:])
+            and all(a < self.ndim - (len(index) - 1) for a in self.axes)
+        ):
+            return PartialStack(
+                [p[index] for p in self.parts],
+                self.axis,
+            )
+        return self.dense()[index]
 
     def __getattr__(self, name: str) -> Any:
         # methods dask or numpy may reach for (astype, reshape, ...) act on the concatenation
@@ -147,6 +179,53 @@ class PartialStack(NDArrayOperatorsMixin):
 
     def __repr__(self) -> str:
         return f"PartialStack(shape={self.shape}, dtype={self.dtype}, parts={len(self.parts)})"
+
+
+def _partwise(func, inputs) -> PartialStack | None:
+    """``func`` applied part by part, or None when that would not equal the dense result.
+
+    Every stack among ``inputs`` must be split alike; every other input must broadcast
+    against one part (size 1, or absent, along each stacked axis).
+    """
+    stacks = [i for i in inputs if isinstance(i, PartialStack)]
+    ref = stacks[0]
+    if not all(_alike(ref, s) for s in stacks[1:]):
+        return None
+    for other in inputs:
+        if isinstance(other, PartialStack):
+            continue
+        shape = np.shape(other)
+        if len(shape) > ref.ndim:
+            return None
+        padded = (1,) * (ref.ndim - len(shape)) + tuple(shape)
+        if any(padded[a] != 1 for a in ref.axes):
+            return None
+    return _apply(func, inputs, ref)
+
+
+def _alike(a: PartialStack, b: PartialStack) -> bool:
+    if a.axis != b.axis or len(a.parts) != len(b.parts) or a.ndim != b.ndim:
+        return False
+    for pa, pb in zip(a.parts, b.parts, strict=True):
+        if isinstance(pa, PartialStack) != isinstance(pb, PartialStack):
+            return False
+        if isinstance(pa, PartialStack):
+            if not _alike(pa, pb):
+                return False
+        elif pa.shape[a.axis] != pb.shape[a.axis]:
+            return False
+    return True
+
+
+def _apply(func, inputs, ref: PartialStack) -> PartialStack:
+    parts = []
+    for k, part in enumerate(ref.parts):
+        args = [i.parts[k] if isinstance(i, PartialStack) else i for i in inputs]
+        if isinstance(part, PartialStack):
+            parts.append(_apply(func, args, part))
+        else:
+            parts.append(np.asarray(func(*(_plain(a) for a in args))))
+    return PartialStack(parts, ref.axis)
 
 
 def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
@@ -226,9 +305,18 @@ def _callers() -> tuple[frozenset[Any], Any, frozenset[Any]]:
     from dask.array.core import _concatenate2
     from toolz.functoolz import Compose
 
-    # these call ``_concatenate2(...)`` and then only ``.sum``/``np.sum`` on what it returns
+    # these call ``_concatenate2(...)`` and then only sum what it returns, after elementwise
+    # ufuncs, ``np.where`` and ``[..., k]`` that a PartialStack does part by part
+    callers = (
+        reductions.mean_combine,
+        reductions.mean_agg,
+        reductions.moment_combine,
+        reductions.moment_agg,
+    )
     summing = frozenset(
-        f.__code__ for f in (reductions.mean_combine, reductions.mean_agg) if hasattr(f, "__code__")
+        getattr(f, "__wrapped__", f).__code__
+        for f in callers
+        if hasattr(getattr(f, "__wrapped__", f), "__code__")
     )
     # _concatenate2 recurses through a list comprehension (a frame of its own before 3.12)
     own = _concatenate2.__code__
