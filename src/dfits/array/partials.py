@@ -10,10 +10,12 @@ A chunk's sum that is large enough comes back as a :class:`SumPartial` (a plain 
 subclass whose ufunc and function results are plain arrays again). dask picks the
 concatenate function from the highest ``__array_priority__`` among the parts, so our hook sees
 these parts first; when the concatenation is about to be summed over exactly the concatenated
-axes (dask's own sum/mean combine and aggregate steps, recognised by their code objects), it
-returns a :class:`PartialStack`, which keeps the parts apart and answers that sum by adding them
-into one array. In every other case, and for anything but that sum, the parts are concatenated
-as before, so results are plain ``numpy.ndarray`` and never this module's types.
+axes (dask's own sum/mean/moment combine and aggregate steps, recognised by their code
+objects), it returns a :class:`PartialStack`, which keeps the parts apart, answers that sum by
+adding them into one array, and does the elementwise steps dask's moment combine takes before
+it (ufuncs, ``np.where``, ``[..., k]``, ``astype``) part by part when that equals the dense
+result. In every other case, and for anything else, the parts are concatenated as before, so
+results are plain ``numpy.ndarray`` and never this module's types.
 """
 
 from __future__ import annotations
@@ -110,11 +112,11 @@ class PartialStack(NDArrayOperatorsMixin):
     def dtype(self) -> np.dtype:
         return np.result_type(*(p.dtype for p in self.parts))
 
-    # -- the one fast operation -------------------------------------------------------------
+    # -- the sum over the stacked axes ------------------------------------------------------
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         return _stack_sum(self, axis, dtype, out, keepdims, False, kwargs)
 
-    # -- everything else concatenates -------------------------------------------------------
+    # -- elementwise steps part by part where that is exact; anything else concatenates -----
     def dense(self) -> np.ndarray:
         """The concatenation dask asked for (made once, only when something needs it)."""
         if self._dense is None:
@@ -172,7 +174,7 @@ class PartialStack(NDArrayOperatorsMixin):
         return self.dense()[index]
 
     def __getattr__(self, name: str) -> Any:
-        # methods dask or numpy may reach for (astype, reshape, ...) act on the concatenation
+        # other methods dask or numpy may reach for (reshape, ...) act on the concatenation
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.dense(), name)
@@ -325,7 +327,8 @@ def _callers() -> tuple[frozenset[Any], Any, frozenset[Any]]:
 
 
 def _summed_next() -> bool:
-    """True when dask's ``_concatenate2`` was called by code that sums its result next."""
+    """True when dask's ``_concatenate2`` was called by code that sums its result next
+    (after, for the moment steps, elementwise work a stack does part by part)."""
     concat2, compose_call, summing = _callers()
     frame = sys._getframe(2)
     if frame is None or frame.f_code not in concat2:
