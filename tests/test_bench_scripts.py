@@ -89,3 +89,20 @@ def test_rawint_idiom_matches_astropy(tmp_path, block):
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert ("nanmean16", "numpy-rawint") not in compare.NOT_APPLICABLE
     assert ("sum", "numpy-rawint") in compare.NOT_APPLICABLE
+
+
+@pytest.mark.parametrize("cache", ["large", "small", "asis"])
+def test_preread_leaves_the_file_whole_and_says_how_it_maps(tmp_path, cache):
+    # every cache state must leave the same bytes readable; the 2 MiB share is a fraction
+    # (or None where the kernel does not report it), and 4 KiB-page caching never maps PMDs
+    compare = _script("compare")
+    data = np.random.default_rng(5).integers(0, 256, 8 << 20, dtype=np.uint8)
+    path = tmp_path / "blob.bin"
+    path.write_bytes(data.tobytes())
+    compare.preread(path, cache)
+    assert path.read_bytes() == data.tobytes()
+    share = compare.pmd_share(path)
+    assert share is None or 0.0 <= share <= 1.0
+    if cache == "small" and share is not None:
+        assert share == 0.0
+    assert set(compare.CACHE_STATES) == {"large", "small", "asis"}
