@@ -640,7 +640,11 @@ def measure(case: str, tmpdir: Path, size: int, runs: int, timeout: float, cache
                 flush=True,
             )
     preread(path, cache)
-    share = pmd_share(path)
+    # in a child: touching the whole map raises this process's peak RSS, which Linux passes
+    # on to every worker forked after it and would inflate their ``ru_maxrss``
+    probe = [sys.executable, __file__, "--pmd-share", str(path)]
+    said = subprocess.run(probe, capture_output=True, text=True, timeout=timeout).stdout.split()
+    share = float(said[-1]) if said and said[-1] != "None" else None
     notes = (
         []
         if share is None
@@ -800,6 +804,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
         worker(*argv[1:5])
+        return 0
+    if argv[:1] == ["--pmd-share"]:
+        print(pmd_share(Path(argv[1])))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="2GiB", type=parse_size, help="e.g. 64MiB, 2GiB")
