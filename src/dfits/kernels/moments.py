@@ -59,21 +59,24 @@ def sum_kernels(kind: Kind, skipna: bool):
             comp = 0.0
             n = 0
             for b0 in range(0, length, BLOCK):
-                b1 = min(b0 + BLOCK, length)
+                blk = ua[b0 : min(b0 + BLOCK, length)]
                 s = 0.0
+                # Index a block slice from 0: with ``range(b0, b1)`` LLVM cannot prove the
+                # index non-negative, keeps numba's wrap-around and vectorises the loop as
+                # gathers (3 GiB/s instead of 14 on AVX-512).
                 if check:
                     c = 0
-                    for b in range(b0, b1):
-                        x = ua[b]
+                    for b in range(blk.size):
+                        x = blk[b]
                         ok = valid(x, blank)
                         v = f64(x, scale, zero, blank)
                         s += v if ok else 0.0
                         c += np.int64(ok)
                     n += c
                 else:
-                    for b in range(b0, b1):
-                        s += f64(ua[b], scale, zero, blank)
-                    n += b1 - b0
+                    for b in range(blk.size):
+                        s += f64(blk[b], scale, zero, blank)
+                    n += blk.size
                 total, comp = neumaier(total, comp, s)
             out_sum[a] = total + comp if np.isfinite(total) else total
             out_n[a] = n
@@ -181,11 +184,12 @@ def moments_kernels(kind: Kind, skipna: bool):
             mean = 0.0
             m2 = 0.0
             for b0 in range(0, length, BLOCK):
-                b1 = min(b0 + BLOCK, length)
+                # a block slice indexed from 0 vectorises as plain loads (see ``sum_kernels``)
+                blk = ua[b0 : min(b0 + BLOCK, length)]
                 s = 0.0
                 c = 0
-                for b in range(b0, b1):
-                    x = ua[b]
+                for b in range(blk.size):
+                    x = blk[b]
                     ok = not check or valid(x, blank)
                     v = f64(x, scale, zero, blank)
                     s += v if ok else 0.0
@@ -194,8 +198,8 @@ def moments_kernels(kind: Kind, skipna: bool):
                     continue
                 bmean = s / c
                 q = 0.0
-                for b in range(b0, b1):
-                    x = ua[b]
+                for b in range(blk.size):
+                    x = blk[b]
                     ok = not check or valid(x, blank)
                     d = f64(x, scale, zero, blank) - bmean
                     q += d * d if ok else 0.0
