@@ -334,9 +334,10 @@ def rawsum_kernels(kind: Kind):
 
     For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the raw
     integers in int64 (exact; vectorises as integer adds) and scaling once at the end is both
-    faster and more accurate than converting every value to float64. Outputs int64 raw sums
-    and int64 counts of non-BLANK values. For BITPIX 8/16/32 only (int64 cannot overflow
-    within any chunk).
+    faster and more accurate than converting every value to float64. 8/16-bit values add in
+    int32 within blocks of :data:`_NARROW_BLOCK` values first. Outputs int64 raw sums and int64
+    counts of non-BLANK values. For BITPIX 8/16/32 only (int64 cannot overflow within any
+    chunk).
     """
     signed = loaders(Kind(kind.bitpix, "raw", False)).phys
     has_blank = kind.has_blank
