@@ -89,40 +89,41 @@ def _narrow_rows(spec, length, fill):
 @pytest.mark.parametrize("length", [1, _NARROW_BLOCK - 1, _NARROW_BLOCK, 2 * _NARROW_BLOCK + 1])
 @pytest.mark.parametrize("encoding", NARROW, ids=[e[0] for e in NARROW])
 def test_narrow_integer_sums_are_exact_across_blocks(encoding, length, fill):
-    # extreme values fill every int32 block sum to its largest magnitude
+    # extreme values fill every int32 block sum to its largest magnitude; rows (axis 1) and
+    # column tiles (axis 0, ``length`` rows of 6 columns: 4-row passes plus a remainder)
     spec = parse_decode_spec(*encoding[1:])[0]
     raw = _narrow_rows(spec, length, fill)
-    u = raw.view(f"u{raw.itemsize}")
-    phys = oracle.decode(raw, spec)
-    if spec.mode == "scaled":
-        total, n = kernels.sum_count(u, spec, 1, skipna=True)
-        valid = ~np.isnan(phys)
-        np.testing.assert_array_equal(n, valid.sum(axis=1))
-        stored = raw.astype(np.int64)
-        want = spec.bscale * np.where(valid, stored, 0).sum(axis=1) + spec.bzero * n
-        np.testing.assert_array_equal(total, want)
-        assert n[1] < length or spec.blank is None
-    else:
-        got = kernels.integer_sum(u, spec, 1)
-        want = phys.sum(axis=1)
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
+    for axis, stored in ((1, raw), (0, np.ascontiguousarray(np.repeat(raw.T, 3, axis=1)))):
+        u = stored.view(f"u{stored.itemsize}")
+        phys = oracle.decode(stored, spec)
+        if spec.mode == "scaled":
+            total, n = kernels.sum_count(u, spec, axis, skipna=True)
+            valid = ~np.isnan(phys)
+            np.testing.assert_array_equal(n, valid.sum(axis=axis))
+            kept = np.where(valid, stored.astype(np.int64), 0).sum(axis=axis)
+            np.testing.assert_array_equal(total, spec.bscale * kept + spec.bzero * n)
+        else:
+            got = kernels.integer_sum(u, spec, axis)
+            want = phys.sum(axis=axis)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("encoding", NARROW, ids=[e[0] for e in NARROW])
 def test_narrow_integer_sums_do_not_widen_each_value(encoding, rng):
     spec = parse_decode_spec(*encoding[1:])[0]
-    raw = make_stored(spec, (3, 5000), rng)
+    raw = make_stored(spec, (3, 40, 5000), rng)
     u = raw.view(f"u{raw.itemsize}")
     kind = kind_of(spec)
-    if spec.mode == "scaled":
-        kernels.sum_count(u, spec, 1, skipna=True)
-        rows = rawsum_kernels(kind)[0]
-    else:
-        kernels.integer_sum(u, spec, 1)
-        rows = isum_kernels(kind)[0]
-    assert rows.signatures, "the row kernel was not compiled"
-    for sig in rows.signatures:
-        asm = rows.inspect_asm(sig)
-        for widen in ("pmovsxwq", "pmovzxwq", "pmovsxbq", "pmovzxbq", "gather"):
-            assert widen not in asm, f"an 8/16-bit row sum compiled to {widen}"
+    for axis in (2, 1):  # row kernel, column kernel
+        if spec.mode == "scaled":
+            kernels.sum_count(u, spec, axis, skipna=True)
+        else:
+            kernels.integer_sum(u, spec, axis)
+    factory = rawsum_kernels if spec.mode == "scaled" else isum_kernels
+    for kernel in factory(kind):
+        assert kernel.signatures, "a kernel was not compiled"
+        for sig in kernel.signatures:
+            asm = kernel.inspect_asm(sig)
+            for widen in ("pmovsxwq", "pmovzxwq", "pmovsxbq", "pmovzxbq", "gather"):
+                assert widen not in asm, f"an 8/16-bit integer sum compiled to {widen}"

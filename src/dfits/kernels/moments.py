@@ -317,6 +317,24 @@ def isum_kernels(kind: Kind):
     @jit
     def cols(base, geo, scale, zero, blank, out_sum):
         na, nb, nc, off, sa, sb = geo
+        if narrow:  # int32 column tiles, as in ``rawsum_kernels``
+            s32 = np.empty(TILE, np.int32)
+            for a in range(na):
+                acc = out_sum[a]
+                for c0 in range(0, nc, TILE):
+                    w = min(TILE, nc - c0)
+                    for b0 in range(0, nb, _NARROW_BLOCK):
+                        s32[:w] = 0
+                        for b in range(b0, min(b0 + _NARROW_BLOCK, nb)):
+                            o = off + a * sa + b * sb + c0
+                            row = base[o : o + w]
+                            for c in range(w):
+                                s32[c] = np.int32(
+                                    s32[c] + np.int32(phys(row[c], scale, zero, blank))
+                                )
+                        for c in range(w):
+                            acc[c0 + c] += acc_t(s32[c])
+            return
         for a in range(na):
             acc = out_sum[a]
             for b in range(nb):
@@ -385,6 +403,53 @@ def rawsum_kernels(kind: Kind):
     @jit
     def cols(base, geo, blank, out_sum, out_n):
         na, nb, nc, off, sa, sb = geo
+        if narrow:
+            # column tiles with int32 sums over up to a block of rows, as in ``rows``; the
+            # int64 outputs are touched once per tile and block instead of once per row
+            bv = np.int64(signed(blank, 1.0, 0.0, blank))
+            s32 = np.empty(TILE, np.int32)
+            c32 = np.empty(TILE, np.int32)
+            for a in range(na):
+                acc = out_sum[a]
+                cnt = out_n[a]
+                for c0 in range(0, nc, TILE):
+                    w = min(TILE, nc - c0)
+                    for b0 in range(0, nb, _NARROW_BLOCK):
+                        b1 = min(b0 + _NARROW_BLOCK, nb)
+                        s32[:w] = 0
+                        c32[:w] = 0
+                        first = b0
+                        while first + 4 <= b1:  # four rows per pass over the tile sums
+                            o = off + a * sa + first * sb + c0
+                            r0 = base[o : o + w]
+                            r1 = base[o + sb : o + sb + w]
+                            r2 = base[o + 2 * sb : o + 2 * sb + w]
+                            r3 = base[o + 3 * sb : o + 3 * sb + w]
+                            for c in range(w):
+                                x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
+                                v01 = np.int32(signed(x0, 1.0, 0.0, blank)) + np.int32(
+                                    signed(x1, 1.0, 0.0, blank)
+                                )
+                                v23 = np.int32(signed(x2, 1.0, 0.0, blank)) + np.int32(
+                                    signed(x3, 1.0, 0.0, blank)
+                                )
+                                s32[c] = np.int32(s32[c] + np.int32(v01 + v23))
+                                if has_blank:
+                                    k = np.int32(x0 == blank) + np.int32(x1 == blank)
+                                    k += np.int32(x2 == blank) + np.int32(x3 == blank)
+                                    c32[c] = np.int32(c32[c] + np.int32(k))
+                            first += 4
+                        for b in range(first, b1):
+                            o = off + a * sa + b * sb + c0
+                            row = base[o : o + w]
+                            for c in range(w):
+                                x = row[c]
+                                s32[c] = np.int32(s32[c] + np.int32(signed(x, 1.0, 0.0, blank)))
+                                c32[c] = np.int32(c32[c] + np.int32(has_blank and x == blank))
+                        for c in range(w):
+                            acc[c0 + c] += np.int64(s32[c]) - np.int64(c32[c]) * bv
+                            cnt[c0 + c] += np.int64(b1 - b0) - np.int64(c32[c])
+            return
         for a in range(na):
             acc = out_sum[a]
             cnt = out_n[a]
