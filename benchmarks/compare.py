@@ -3,11 +3,14 @@
     python benchmarks/compare.py --size 2GiB [--runs 5] [--cases sum,nanmean16,moment0,spectrum,
         stamps,headers] [--cache large|small|asis] [--markdown docs/performance.md] [--tmpdir DIR]
 
-Cases (``mean`` and ``std`` exist too, outside the default set): ``sum``/``mean``/``std`` of a
-float64 2-D image of ``--size`` bytes; ``nanmean16`` of a BITPIX=16 image of size/4 (BSCALE=0.5,
-BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0`` (axis 0) and ``spectrum`` (axes 1,2) sums
-of a float32 cube (256, ny, nx) of size/2; ``stamps``: 1000 random 32x32 cut-outs (fixed seed)
-from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10 int16 HDUs.
+Cases (``mean``, ``std`` and ``nanmoment16`` exist too, outside the default set):
+``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
+BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0``
+(axis 0) and ``spectrum`` (axes 1,2) sums of a float32 cube (256, ny, nx) of size/2;
+``nanmoment16``: ``nansum(axis=0)`` (a moment-0 map skipping BLANKs) of an int16 cube
+(256, ny, nx) of size/4 with the same cards; ``stamps``: 1000 random 32x32 cut-outs (fixed
+seed) from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10
+int16 HDUs.
 
 Methodology
 
@@ -79,7 +82,7 @@ TOOLS = (
     "dask-from-array",
     "dfits",
 )
-REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum")
+REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16")
 ALL_CASES = (*REDUCTIONS, "stamps", "headers")
 DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
 FILE_OF = {
@@ -89,6 +92,7 @@ FILE_OF = {
     "nanmean16": "i2img",
     "moment0": "cube",
     "spectrum": "cube",
+    "nanmoment16": "i2cube",
     "stamps": "stamps",
     "headers": "headers",
 }
@@ -114,6 +118,7 @@ HOW = {  # what each tool does, by tool or by (case, tool)
     "dfits": "dfits.open(path)[0].data + dask .compute()",
     "dask-from-array": "da.from_array(fits.open(path)[0].data, chunks='auto') + dask",
     ("nanmean16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nanmean",
+    ("nanmoment16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nansum(axis=0)",
     ("stamps", "LIMIT"): "np.memmap('>f4') slice .astype(native)",
     ("stamps", "numpy-native"): "slice copy of a preloaded native array",
     ("stamps", "astropy-eager"): "fits.getdata then slice",
@@ -147,6 +152,12 @@ def layout(kind: str, size: int, warm: bool) -> dict:
             "bitpix": 16,
             **cards,
         }
+    if kind == "i2cube":  # an int16 cube of size/4 with BSCALE/BZERO/BLANK
+        nchan = 16 if warm else 256
+        pix = 1024 if warm else max(1, size // 4 // (2 * nchan))
+        ny = 2 ** (int(math.log2(pix)) // 2)
+        cards = {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+        return {"shape": [nchan, ny, max(1, pix // ny)], "bitpix": 16, **cards}
     if kind == "cube":
         nchan = 16 if warm else 256
         pix = 1024 if warm else max(1, size // 2 // (4 * nchan))
@@ -172,6 +183,10 @@ def fill(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.random(n)
     if kind == "i2img":
         data = rng.integers(-32000, 32001, n, dtype=np.int16)
+        data[rng.integers(0, n, max(1, n // 100))] = -32768
+        return data
+    if kind == "i2cube":  # non-negative, so float32 sums over the planes stay far from 0
+        data = rng.integers(0, 32001, n, dtype=np.int16)
         data[rng.integers(0, n, max(1, n // 100))] = -32768
         return data
     return rng.random(n, dtype=np.float32)
@@ -212,7 +227,9 @@ def write_headers(path: Path, meta: dict) -> None:
 
 def ensure_file(tmpdir: Path, kind: str, size: int, warm: bool) -> Path:
     """Create (or reuse) one test file; its layout goes to a ``.json`` sidecar."""
-    tag = "warm" if warm else (str(size) if kind in ("f8img", "i2img", "cube") else "full")
+    tag = (
+        "warm" if warm else (str(size) if kind in ("f8img", "i2img", "cube", "i2cube") else "full")
+    )
     path = tmpdir / f"dfits-bench-{kind}-{tag}.fits"
     side = path.with_suffix(".json")
     meta = layout(kind, size, warm)
@@ -390,6 +407,44 @@ def limit_kernels() -> dict:
             plane_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
         return out.reshape(u.shape[1:])
 
+    @ser
+    def i2_plane_tile(p, t0, t1, blank, scale, zero, out):
+        # int32 sums of the stored values and counts of BLANKs through all planes (<= 65536
+        # planes), four planes per pass; scaled once per pixel at the end
+        w = t1 - t0
+        s = np.zeros(w, np.int32)
+        k = np.zeros(w, np.int32)
+        c = 0
+        while c + 4 <= p.shape[0]:
+            r0, r1, r2, r3 = p[c, t0:t1], p[c + 1, t0:t1], p[c + 2, t0:t1], p[c + 3, t0:t1]
+            for i in range(w):
+                x0, x1, x2, x3 = load_i2(r0[i]), load_i2(r1[i]), load_i2(r2[i]), load_i2(r3[i])
+                v = (np.int32(x0) + np.int32(x1)) + (np.int32(x2) + np.int32(x3))
+                b = (np.int32(x0 == blank) + np.int32(x1 == blank)) + (
+                    np.int32(x2 == blank) + np.int32(x3 == blank)
+                )
+                s[i] = np.int32(s[i] + np.int32(v))
+                k[i] = np.int32(k[i] + np.int32(b))
+            c += 4
+        for cc in range(c, p.shape[0]):
+            r = p[cc, t0:t1]
+            for i in range(w):
+                x = load_i2(r[i])
+                s[i] = np.int32(s[i] + np.int32(x))
+                k[i] = np.int32(k[i] + np.int32(x == blank))
+        n = p.shape[0]
+        for i in range(w):
+            raw = np.float64(s[i]) - np.float64(k[i]) * blank
+            out[t0 + i] = np.float32(scale * raw + zero * (n - k[i]))
+
+    @par
+    def nanmoment16(u, blank, scale, zero):
+        p = u.reshape(u.shape[0], -1)
+        out = np.empty(p.shape[1], np.float32)
+        for t in prange((p.shape[1] + tile - 1) // tile):
+            i2_plane_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), blank, scale, zero, out)
+        return out.reshape(u.shape[1:])
+
     @par
     def spectrum(u):
         out = np.empty(u.shape[0])
@@ -404,6 +459,7 @@ def limit_kernels() -> dict:
         "moment0": lambda u, m: moment0(u),
         "nanmean16": lambda u, m: nanmean(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
         "spectrum": lambda u, m: spectrum(u.reshape(u.shape[0], -1)),
+        "nanmoment16": lambda u, m: nanmoment16(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
     }
 
 
@@ -411,6 +467,8 @@ def numpy_reduce(case: str, a):
     """The case's reduction with numpy (or dask) array methods."""
     if case == "nanmean16":
         return np.nanmean(a)
+    if case == "nanmoment16":
+        return np.nansum(a, axis=0)
     if case in ("sum", "mean", "std"):
         return getattr(a, case)()
     return a.sum(axis=0 if case == "moment0" else (1, 2))
@@ -419,6 +477,8 @@ def numpy_reduce(case: str, a):
 def dask_reduce(case: str, x):
     import dask.array as da
 
+    if case == "nanmoment16":
+        return da.nansum(x, axis=0).compute()
     return (da.nanmean(x) if case == "nanmean16" else numpy_reduce(case, x)).compute()
 
 
@@ -470,7 +530,8 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "LIMIT":
         kern = limit_kernels()[case]
         udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
-        shape = tuple(m["shape"]) if case in ("moment0", "spectrum") else (math.prod(m["shape"]),)
+        cube = case in ("moment0", "spectrum", "nanmoment16")
+        shape = tuple(m["shape"]) if cube else (math.prod(m["shape"]),)
         return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
     if tool == "numpy-native":
         a = native(path, m)

@@ -102,6 +102,14 @@ def test_narrow_integer_sums_are_exact_across_blocks(encoding, length, fill):
             np.testing.assert_array_equal(n, valid.sum(axis=axis))
             kept = np.where(valid, stored.astype(np.int64), 0).sum(axis=axis)
             np.testing.assert_array_equal(total, spec.bscale * kept + spec.bzero * n)
+            # rounded once to float32, also past a block of rows; a BLANK makes a plain sum NaN
+            narrow, _ = kernels.sum_count(u, spec, axis, skipna=True, dtype=np.float32)
+            np.testing.assert_array_equal(narrow, total.astype(np.float32))
+            sums_only, none = kernels.sum_count(u, spec, axis, skipna=True, counts=False)
+            np.testing.assert_array_equal(sums_only, total)
+            assert none is None
+            plain, _ = kernels.sum_count(u, spec, axis, skipna=False)
+            np.testing.assert_array_equal(plain, np.where(valid.all(axis=axis), total, np.nan))
         else:
             got = kernels.integer_sum(u, spec, axis)
             want = phys.sum(axis=axis)

@@ -85,7 +85,7 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
         # it in ``dtype`` straight from the kernel loses nothing; for a partial as large as
         # a moment map it halves the fresh memory each chunk task fills (on this project's
         # VM page faults cost ~0.6 ms per fresh MiB, more than the arithmetic).
-        value = kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=dtype)[0]
+        value = kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=dtype, counts=False)[0]
     else:
         value = _stats(x, axes, skipna, need_m2=False)[1]
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)

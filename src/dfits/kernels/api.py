@@ -20,7 +20,13 @@ from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import flat_view, layout_for
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
-from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
+from dfits.kernels.moments import (
+    _NARROW_BLOCK,
+    isum_kernels,
+    moments_kernels,
+    rawsum_kernels,
+    sum_kernels,
+)
 from dfits.kernels.weighted import weighted_kernels
 
 __all__ = [
@@ -200,6 +206,7 @@ def sum_count(
     *,
     skipna: bool = False,
     dtype: Any = None,
+    counts: bool = True,
 ):
     """Sums and int64 counts of (valid, with ``skipna``) values over ``axis``.
 
@@ -208,7 +215,10 @@ def sum_count(
     so a large partial (a moment map) never exists in float64 as well.
 
     When no value can be missing from the count (``skipna`` off, or an encoding without NaN
-    or BLANK) the counts are all alike and come back as a read-only broadcast array.
+    or BLANK) the counts are all alike and come back as a read-only broadcast array. A caller
+    that needs only the sums may pass ``counts=False``; the counts may then come back as
+    None (scaled integers skip the count map, which for a moment map is 8 bytes of fresh
+    memory per pixel).
     """
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
@@ -219,8 +229,8 @@ def sum_count(
     if u.size == 0:
         return np.zeros(shape, out_dtype), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
-        total, n = _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna)
-        return total.astype(out_dtype, copy=False), n
+        total, n = _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts)
+        return total, n
     if out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
         # awkward layouts combine sub-results: keep those in float64, round at the end
         total, n = sum_count(u, spec, axes, skipna=skipna)
@@ -245,26 +255,37 @@ def sum_count(
     return res[0], np.broadcast_to(np.int64(np.prod([u.shape[a] for a in axes])), shape)
 
 
-def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna):
-    """Sum of scaled integers as ``scale·Σraw + zero·n`` from exact int64 raw sums."""
+def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts=True):
+    """Sums of scaled integers (``scale·Σraw + zero·n``) straight from the stored integers."""
     shape = _kept_shape(u, axes)
-    raw = np.zeros(shape, np.int64)
+    layout = layout_for(u, frozenset(axes))
+    once = layout is not None and (
+        layout[0] == "rows" or kind.bitpix == 32 or layout[1].shape[1] <= _NARROW_BLOCK
+    )
+    if out_dtype != np.float64 and not once:
+        # sub-results or blocks of rows are added up: do that in float64, round at the end
+        total, n = _scaled_integer_sum(
+            u, kind, scale, zero, blank, axes, skipna, np.float64, counts
+        )
+        return total.astype(out_dtype), n
+    total = np.zeros(shape, out_dtype)
+    # only written with ``skipna``: calloc'd pages nobody touches cost nothing
     n = np.zeros(shape, np.int64)
     rows, cols = rawsum_kernels(kind)
 
+    with_n = skipna and counts
+
     def call(form, v, outs):
-        (rows if form == "rows" else cols)(*_flat(v), blank, *outs)
+        (rows if form == "rows" else cols)(*_flat(v), blank, scale, zero, skipna, with_n, *outs)
 
     def combine(parts, _):
         return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
 
-    raw, n = _run(u, axes, [raw, n], call, combine)
-    total = scale * raw.astype(np.float64) + zero * n.astype(np.float64)
+    total, n = _run(u, axes, [total, n], call, combine)
     if skipna:
-        return total, n
+        return total, (n if with_n else None)
     n_all = int(np.prod([u.shape[a] for a in axes]))
-    # a BLANK makes the plain sum NaN, as NaN does in numpy.sum
-    return np.where(n < n_all, np.nan, total), np.full(shape, n_all, np.int64)
+    return total, np.broadcast_to(np.int64(n_all), shape)
 
 
 def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:

@@ -348,34 +348,38 @@ def isum_kernels(kind: Kind):
 
 @functools.cache
 def rawsum_kernels(kind: Kind):
-    """Return ``(rows, cols)`` kernels summing *stored* integers exactly, skipping BLANK.
+    """Return ``(rows, cols)`` kernels summing scaled 8/16/32-bit integers from stored values.
 
-    For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the raw
-    integers in int64 (exact; vectorises as integer adds) and scaling once at the end is both
-    faster and more accurate than converting every value to float64. 8/16-bit values add in
-    int32 within blocks of :data:`_NARROW_BLOCK` values first. Outputs int64 raw sums and int64
-    counts of non-BLANK values. For BITPIX 8/16/32 only (int64 cannot overflow within any
-    chunk).
+    For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the stored
+    integers exactly and scaling once is both faster and more accurate than converting every
+    value to float64. Every stored value is summed (int32 lanes within blocks of
+    :data:`_NARROW_BLOCK` values for 8/16 bits, int64 for 32) with the BLANKs counted
+    alongside, and ``BLANK × count`` is taken off after: no select per value, half the
+    widening. On AVX-512 Intel cores the per-value int64 form is bound by the one shuffle port.
+
+    The kernels write (``=`` for ``rows``, ``+=`` per block of rows for ``cols``) the scaled
+    totals into ``out_total`` (any float dtype; NaN where a BLANK is summed without ``skipna``,
+    as NaN does in ``numpy.sum``) and, when ``with_n``, the counts of non-BLANK values into the
+    int64 ``out_n``. No int64 map is filled on the way: for a moment map those maps were the
+    larger part of each chunk task in a fresh process (fresh pages are dear).
     """
     signed = loaders(Kind(kind.bitpix, "raw", False)).phys
     has_blank = kind.has_blank
     narrow = kind.bitpix in (8, 16)
+    step = _NARROW_BLOCK if narrow else 1 << 62
+    lane = np.int32 if narrow else np.int64  # column-tile sums and counts within a block
 
     @jit
-    def rows(base, geo, blank, out_sum, out_n):
+    def rows(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
         nrow, length, off, sa = geo
-        if narrow:
-            # Sum every value and count the BLANKs, then take ``BLANK × count`` off: no
-            # select per value, and 8/16-bit values add in int32 lanes within a block
-            # (|Σ| ≤ 2**30) instead of widening each value to int64. On AVX-512 Intel cores
-            # the int64 form is bound by the one shuffle port (swap, widen, mask→vector).
-            bv = np.int64(signed(blank, 1.0, 0.0, blank))
-            for a in range(nrow):
-                ua = base[off + a * sa : off + a * sa + length]
-                s = 0
-                nb = 0
-                for b0 in range(0, length, _NARROW_BLOCK):
-                    blk = ua[b0 : min(b0 + _NARROW_BLOCK, length)]
+        bv = np.int64(signed(blank, 1.0, 0.0, blank))
+        for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
+            s = 0
+            nb = 0
+            for b0 in range(0, length, step):
+                blk = ua[b0 : min(b0 + step, length)]
+                if narrow:
                     s32 = np.int32(0)
                     c32 = np.int32(0)
                     for b in range(blk.size):
@@ -384,83 +388,79 @@ def rawsum_kernels(kind: Kind):
                         c32 = np.int32(c32 + np.int32(has_blank and x == blank))
                     s += np.int64(s32)
                     nb += np.int64(c32)
-                out_sum[a] = s - nb * bv
-                out_n[a] = length - nb
-            return
-        for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
-            s = 0
-            n = 0
-            for b in range(length):
-                x = ua[b]
-                ok = (not has_blank) or x != blank
-                v = np.int64(signed(x, 1.0, 0.0, blank))
-                s += v if ok else 0
-                n += np.int64(ok)
-            out_sum[a] = s
-            out_n[a] = n
+                else:
+                    for b in range(blk.size):
+                        x = blk[b]
+                        s += np.int64(signed(x, 1.0, 0.0, blank))
+                        nb += np.int64(has_blank and x == blank)
+            n = length - nb
+            raw = np.float64(s - nb * bv)
+            out_total[a] = np.nan if nb > 0 and not skipna else scale * raw + zero * np.float64(n)
+            if with_n:
+                out_n[a] = n
 
     @jit
-    def cols(base, geo, blank, out_sum, out_n):
-        na, nb, nc, off, sa, sb = geo
-        if narrow:
-            # column tiles with int32 sums over up to a block of rows, as in ``rows``; the
-            # int64 outputs are touched once per tile and block instead of once per row
-            bv = np.int64(signed(blank, 1.0, 0.0, blank))
-            s32 = np.empty(TILE, np.int32)
-            c32 = np.empty(TILE, np.int32)
-            for a in range(na):
-                acc = out_sum[a]
-                cnt = out_n[a]
-                for c0 in range(0, nc, TILE):
-                    w = min(TILE, nc - c0)
-                    for b0 in range(0, nb, _NARROW_BLOCK):
-                        b1 = min(b0 + _NARROW_BLOCK, nb)
-                        s32[:w] = 0
-                        c32[:w] = 0
-                        first = b0
-                        while first + 4 <= b1:  # four rows per pass over the tile sums
-                            o = off + a * sa + first * sb + c0
-                            r0 = base[o : o + w]
-                            r1 = base[o + sb : o + sb + w]
-                            r2 = base[o + 2 * sb : o + 2 * sb + w]
-                            r3 = base[o + 3 * sb : o + 3 * sb + w]
-                            for c in range(w):
-                                x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
-                                v01 = np.int32(signed(x0, 1.0, 0.0, blank)) + np.int32(
-                                    signed(x1, 1.0, 0.0, blank)
-                                )
-                                v23 = np.int32(signed(x2, 1.0, 0.0, blank)) + np.int32(
-                                    signed(x3, 1.0, 0.0, blank)
-                                )
-                                s32[c] = np.int32(s32[c] + np.int32(v01 + v23))
-                                if has_blank:
-                                    k = np.int32(x0 == blank) + np.int32(x1 == blank)
-                                    k += np.int32(x2 == blank) + np.int32(x3 == blank)
-                                    c32[c] = np.int32(c32[c] + np.int32(k))
-                            first += 4
-                        for b in range(first, b1):
-                            o = off + a * sa + b * sb + c0
-                            row = base[o : o + w]
-                            for c in range(w):
-                                x = row[c]
-                                s32[c] = np.int32(s32[c] + np.int32(signed(x, 1.0, 0.0, blank)))
-                                c32[c] = np.int32(c32[c] + np.int32(has_blank and x == blank))
-                        for c in range(w):
-                            acc[c0 + c] += np.int64(s32[c]) - np.int64(c32[c]) * bv
-                            cnt[c0 + c] += np.int64(b1 - b0) - np.int64(c32[c])
-            return
+    def cols(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
+        # column tiles with int32 sums (8/16 bits) over up to a block of rows, four rows per
+        # pass; the outputs are touched once per tile and block instead of once per row
+        na, nb_, nc, off, sa, sb = geo
+        bv = np.int64(signed(blank, 1.0, 0.0, blank))
+        ts = np.empty(SUM_TILE, lane)
+        tk = np.empty(SUM_TILE, lane)
         for a in range(na):
-            acc = out_sum[a]
-            cnt = out_n[a]
-            for b in range(nb):
-                o = off + a * sa + b * sb
-                row = base[o : o + nc]
-                for c in range(nc):
-                    x = row[c]
-                    ok = (not has_blank) or x != blank
-                    v = np.int64(signed(x, 1.0, 0.0, blank))
-                    acc[c] += v if ok else 0
-                    cnt[c] += np.int64(ok)
+            tot = out_total[a]
+            for c0 in range(0, nc, SUM_TILE):
+                w = min(SUM_TILE, nc - c0)
+                for b0 in range(0, nb_, step):
+                    b1 = min(b0 + step, nb_)
+                    ts[:w] = 0
+                    tk[:w] = 0
+                    first = b0
+                    while first + 4 <= b1:
+                        o = off + a * sa + first * sb + c0
+                        r0 = base[o : o + w]
+                        r1 = base[o + sb : o + sb + w]
+                        r2 = base[o + 2 * sb : o + 2 * sb + w]
+                        r3 = base[o + 3 * sb : o + 3 * sb + w]
+                        for c in range(w):
+                            x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
+                            if narrow:
+                                v = (
+                                    np.int32(signed(x0, 1.0, 0.0, blank))
+                                    + np.int32(signed(x1, 1.0, 0.0, blank))
+                                ) + (
+                                    np.int32(signed(x2, 1.0, 0.0, blank))
+                                    + np.int32(signed(x3, 1.0, 0.0, blank))
+                                )
+                                ts[c] = np.int32(ts[c] + np.int32(v))
+                            else:
+                                ts[c] += (
+                                    np.int64(signed(x0, 1.0, 0.0, blank))
+                                    + np.int64(signed(x1, 1.0, 0.0, blank))
+                                ) + (
+                                    np.int64(signed(x2, 1.0, 0.0, blank))
+                                    + np.int64(signed(x3, 1.0, 0.0, blank))
+                                )
+                            if has_blank:
+                                k = (np.int32(x0 == blank) + np.int32(x1 == blank)) + (
+                                    np.int32(x2 == blank) + np.int32(x3 == blank)
+                                )
+                                tk[c] = tk[c] + k
+                        first += 4
+                    for b in range(first, b1):
+                        o = off + a * sa + b * sb + c0
+                        row = base[o : o + w]
+                        for c in range(w):
+                            x = row[c]
+                            ts[c] = ts[c] + signed(x, 1.0, 0.0, blank)
+                            tk[c] = tk[c] + np.int64(has_blank and x == blank)
+                    rows_in = np.int64(b1 - b0)
+                    for c in range(w):
+                        k = np.int64(tk[c])
+                        raw = np.float64(np.int64(ts[c]) - k * bv)
+                        t = scale * raw + zero * np.float64(rows_in - k)
+                        tot[c0 + c] += np.nan if k > 0 and not skipna else t
+                        if with_n:
+                            out_n[a, c0 + c] += rows_in - k
 
     return rows, cols
