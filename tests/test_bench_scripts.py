@@ -106,3 +106,20 @@ def test_preread_leaves_the_file_whole_and_says_how_it_maps(tmp_path, cache):
     if cache == "small" and share is not None:
         assert share == 0.0
     assert set(compare.CACHE_STATES) == {"large", "small", "asis"}
+
+
+def test_limit_int16_moment_map_matches_astropy(tmp_path):
+    # LIMIT's int16 moment map: int32 sums through the planes (7: a pass of four and three
+    # more), BLANKs left out, scaled once; what astropy's scaled, BLANK-masked nansum gives
+    from astropy.io import fits
+
+    compare = _script("compare")
+    meta = {"shape": [7, 8, 16], "bitpix": 16, "BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+    path = tmp_path / "i2cube.fits"
+    compare.write_image(path, "i2cube", meta)
+    u = np.memmap(path, np.uint16, "r", meta["offset"], tuple(meta["shape"]))
+    got = compare.limit_kernels()["nanmoment16"](u, meta)
+    data = fits.getdata(path)
+    assert np.isnan(data).any()
+    np.testing.assert_allclose(got, np.nansum(data.astype(np.float64), axis=0), rtol=1e-6)
+    assert ("nanmoment16", "numpy-rawint") in compare.NOT_APPLICABLE
