@@ -17,10 +17,9 @@ import pytest
 from dfits import kernels
 from dfits.format.dtypes import parse_decode_spec
 from dfits.kernels import oracle
-from dfits.kernels._compile import BLOCK
+from dfits.kernels._compile import BLOCK, NARROW_BLOCK
 from dfits.kernels._loaders import kind_of
 from dfits.kernels.moments import (
-    _NARROW_BLOCK,
     isum_kernels,
     moments_kernels,
     rawsum_kernels,
@@ -79,14 +78,14 @@ def _narrow_rows(spec, length, fill):
     info = np.iinfo(stored)
     raw = np.full((2, length), info.max if fill == "max" else info.min, stored)
     if spec.blank is not None:
-        for i in (0, _NARROW_BLOCK - 1, _NARROW_BLOCK, length - 1):
+        for i in (0, NARROW_BLOCK - 1, NARROW_BLOCK, length - 1):
             if i < length:
                 raw[1, i] = spec.blank
     return raw
 
 
 @pytest.mark.parametrize("fill", ["max", "min"])
-@pytest.mark.parametrize("length", [1, _NARROW_BLOCK - 1, _NARROW_BLOCK, 2 * _NARROW_BLOCK + 1])
+@pytest.mark.parametrize("length", [1, NARROW_BLOCK - 1, NARROW_BLOCK, 2 * NARROW_BLOCK + 1])
 @pytest.mark.parametrize("encoding", NARROW, ids=[e[0] for e in NARROW])
 def test_narrow_integer_sums_are_exact_across_blocks(encoding, length, fill):
     # extreme values fill every int32 block sum to its largest magnitude; rows (axis 1) and

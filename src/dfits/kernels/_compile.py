@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["BLOCK", "FASTMATH", "TILE", "jit", "neumaier"]
+__all__ = ["BLOCK", "FASTMATH", "NARROW_BLOCK", "TILE", "jit", "neumaier"]
 
 #: Contiguous values summed into one partial before the compensated add. Large enough that
 #: the compensated add is negligible, small enough that each vector lane sums ≤ 256 terms
 #: (8 lanes of f64 on AVX-512, fewer elsewhere), so the block's rounding error stays tiny.
 BLOCK = 2048
+
+#: Values of 8/16-bit integers summed in int32 lanes before they are added up in int64:
+#: |Σ| ≤ 2**15 · 2**15 = 2**30, and uint16 sums stay below 2**31 too.
+NARROW_BLOCK = 1 << 15
 
 #: Columns handled together when reducing over a middle axis: keeps per-column accumulators
 #: and the block being re-read (two-pass variance) in L1/L2.

@@ -16,17 +16,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dfits.kernels._compile import NARROW_BLOCK
 from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import flat_view, layout_for
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
-from dfits.kernels.moments import (
-    _NARROW_BLOCK,
-    isum_kernels,
-    moments_kernels,
-    rawsum_kernels,
-    sum_kernels,
-)
+from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
 from dfits.kernels.weighted import weighted_kernels
 
 __all__ = [
@@ -229,8 +224,7 @@ def sum_count(
     if u.size == 0:
         return np.zeros(shape, out_dtype), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
-        total, n = _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts)
-        return total, n
+        return _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts)
     if out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
         # awkward layouts combine sub-results: keep those in float64, round at the end
         total, n = sum_count(u, spec, axes, skipna=skipna)
@@ -260,7 +254,7 @@ def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, co
     shape = _kept_shape(u, axes)
     layout = layout_for(u, frozenset(axes))
     once = layout is not None and (
-        layout[0] == "rows" or kind.bitpix == 32 or layout[1].shape[1] <= _NARROW_BLOCK
+        layout[0] == "rows" or kind.bitpix == 32 or layout[1].shape[1] <= NARROW_BLOCK
     )
     if out_dtype != np.float64 and not once:
         # sub-results or blocks of rows are added up: do that in float64, round at the end

@@ -24,15 +24,13 @@ import functools
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import BLOCK, TILE, jit, neumaier
+from dfits.kernels._compile import BLOCK, NARROW_BLOCK, TILE, jit, neumaier
 from dfits.kernels._loaders import Kind, loaders
 
 __all__ = ["isum_kernels", "moments_kernels", "rawsum_kernels", "sum_kernels"]
 
 _ROWS_PER_TILE = BLOCK // 8
 
-#: Values of 8/16-bit integers summed in int32 before adding to int64: 2**15 · 2**15 = 2**30.
-_NARROW_BLOCK = 1 << 15
 #: columns per tile of the column sum: 8192 float64 accumulators (64 KiB) stay in L2, and each
 #: of the four rows read together streams 32 KiB of float32 before the next jump, long enough
 #: for the hardware prefetcher (measured on a 256×1024×1024 float32 cube, one thread: 14.4 GB/s
@@ -311,8 +309,8 @@ def isum_kernels(kind: Kind):
             ua = base[off + a * sa : off + a * sa + length]
             t = out_sum[a]
             if narrow:  # int32 lanes within a block, as in ``rawsum_kernels``
-                for b0 in range(0, length, _NARROW_BLOCK):
-                    blk = ua[b0 : min(b0 + _NARROW_BLOCK, length)]
+                for b0 in range(0, length, NARROW_BLOCK):
+                    blk = ua[b0 : min(b0 + NARROW_BLOCK, length)]
                     s32 = np.int32(0)
                     for b in range(blk.size):
                         s32 = np.int32(s32 + np.int32(phys(blk[b], scale, zero, blank)))
@@ -331,9 +329,9 @@ def isum_kernels(kind: Kind):
                 acc = out_sum[a]
                 for c0 in range(0, nc, TILE):
                     w = min(TILE, nc - c0)
-                    for b0 in range(0, nb, _NARROW_BLOCK):
+                    for b0 in range(0, nb, NARROW_BLOCK):
                         s32[:w] = 0
-                        for b in range(b0, min(b0 + _NARROW_BLOCK, nb)):
+                        for b in range(b0, min(b0 + NARROW_BLOCK, nb)):
                             o = off + a * sa + b * sb + c0
                             row = base[o : o + w]
                             for c in range(w):
@@ -361,7 +359,7 @@ def rawsum_kernels(kind: Kind):
     For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the stored
     integers exactly and scaling once is both faster and more accurate than converting every
     value to float64. Every stored value is summed (int32 lanes within blocks of
-    :data:`_NARROW_BLOCK` values for 8/16 bits, int64 for 32) with the BLANKs counted
+    :data:`NARROW_BLOCK` values for 8/16 bits, int64 for 32) with the BLANKs counted
     alongside, and ``BLANK × count`` is taken off after: no select per value, half the
     widening. On AVX-512 Intel cores the per-value int64 form is bound by the one shuffle port.
 
@@ -374,7 +372,7 @@ def rawsum_kernels(kind: Kind):
     signed = loaders(Kind(kind.bitpix, "raw", False)).phys
     has_blank = kind.has_blank
     narrow = kind.bitpix in (8, 16)
-    step = _NARROW_BLOCK if narrow else 1 << 62
+    step = NARROW_BLOCK if narrow else 1 << 62
     lane = np.int32 if narrow else np.int64  # column-tile sums and counts within a block
 
     @jit
