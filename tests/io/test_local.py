@@ -7,6 +7,7 @@ import pytest
 
 import dfits
 from dfits.io import LocalSource, open_source
+from dfits.io.local import _FOLIO, _folio_span
 
 
 @pytest.fixture
@@ -24,6 +25,36 @@ def test_read_and_map_byte_ranges(blob):
     assert view.dtype == np.uint8
     assert not view.flags.writeable
     np.testing.assert_array_equal(view, np.arange(4097, 4397) % 256)
+
+
+@pytest.mark.parametrize(
+    ("first", "stop", "size"),
+    [
+        (0, 1, 10),
+        (5760, 5760 + 2**27, 2**31),
+        (_FOLIO - 1, _FOLIO + 1, 3 * _FOLIO),
+        (_FOLIO, 2 * _FOLIO, 2 * _FOLIO),
+        (3 * _FOLIO + 7, 3 * _FOLIO + 9, 3 * _FOLIO + 9),
+    ],
+)
+def test_folio_span_widens_to_folio_bounds_inside_the_file(first, stop, size):
+    start, end = _folio_span(first, stop, size)
+    assert start <= first
+    assert stop <= end <= size
+    assert start % _FOLIO == 0
+    assert end == size or end % _FOLIO == 0
+    assert first - start < _FOLIO
+    assert end - stop < _FOLIO
+
+
+def test_maps_across_folio_bounds_hold_the_asked_bytes(tmp_path):
+    path = tmp_path / "big.bin"
+    data = (np.arange(3 * _FOLIO + 4099, dtype=np.uint64) * 2654435761 % 251).astype(np.uint8)
+    path.write_bytes(data.tobytes())
+    src = LocalSource.open(path)
+    for offset, n in [(5760, _FOLIO), (_FOLIO - 3, 10), (2 * _FOLIO + 1, _FOLIO + 4098)]:
+        for populate in (False, True):
+            np.testing.assert_array_equal(src.map(offset, n, populate=populate), data[offset:][:n])
 
 
 def test_source_pickles_without_a_handle(blob):
