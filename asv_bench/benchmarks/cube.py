@@ -8,6 +8,11 @@ every channel over y and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfi
 (``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
 matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
 moment 0 and the spectrum; it has none for moment 1).
+
+``ScaledCubeMoment`` is the same moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
+(``np.nansum`` over the channels, BLANK pixels left out), as ``compare.py --cases nanmoment16``
+runs it: dfits against astropy's and fitsio's scaled reads and compare.py's ``LIMIT``, which
+sums int32 tiles through the planes and scales each pixel once.
 """
 
 from __future__ import annotations
@@ -131,4 +136,60 @@ class CubeScience:
         return self.run()
 
     def peakmem_cube(self, files, tool, op):
+        return self.run()
+
+
+SCALED_TOOLS = ["dfits", "astropy-eager", "fitsio", "LIMIT"]
+
+
+def build_scaled(tool: str, path: str, meta: dict):
+    """The int16 moment-0 map (``nansum`` over axis 0) as a zero-argument callable."""
+    if tool == "LIMIT":
+        kernel = compare.limit_kernels()["nanmoment16"]
+        shape = tuple(meta["shape"])
+        return lambda: kernel(np.memmap(path, np.uint16, "r", meta["offset"], shape), meta)
+    if tool == "dfits":
+        import dask.array as da
+
+        import dfits
+
+        return lambda: da.nansum(dfits.open(path)[0].data, axis=0).compute()
+    if tool == "fitsio":
+        require("fitsio")
+        return lambda: np.nansum(compare.fitsio_read(path, meta), axis=0)
+    from astropy.io import fits
+
+    return lambda: np.nansum(fits.getdata(path, memmap=False), axis=0)
+
+
+class ScaledCubeMoment:
+    params: ClassVar[list] = [SCALED_TOOLS]
+    param_names: ClassVar[list] = ["tool"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        pixels = image_bytes() // 2 // (2 * 256)
+        cards = {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+        full = {"shape": [16, 8, 16] if TINY else cube_shape(pixels, 256), "bitpix": 16}
+        warm = {"shape": [4, 8, 16], "bitpix": 16}
+        return (
+            *image_file("i2cube-data", "i2cube", {**full, **cards}),
+            *image_file("i2cube-warm", "i2cube", {**warm, **cards}),
+        )
+
+    setup_cache.timeout = 1200
+
+    def setup(self, files, tool):
+        path, meta, warm, warm_meta = files
+        build_scaled(tool, warm, warm_meta)()  # imports, Numba compilation, dask start-up
+        self.run = build_scaled(tool, path, meta)
+        prewarm(path)
+
+    def time_moment0(self, files, tool):
+        return self.run()
+
+    def peakmem_moment0(self, files, tool):
         return self.run()
