@@ -247,8 +247,14 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
         return func(stack.dense(), axis=axis, dtype=dtype, out=out, keepdims=keepdims, **extra)
     rdtype = func(np.zeros(1, first.dtype), dtype=dtype).dtype
     # in part order, like numpy's reduction over the concatenated axis; inputs are left alone
-    acc = np.array(_valid(first, skipna), dtype=rdtype, copy=True)
-    for leaf in leaves[1:]:
+    if len(leaves) == 1:
+        acc = np.array(_valid(first, skipna), dtype=rdtype, copy=True)
+    else:
+        # the first add writes the fresh result: one pass less than copying the first part
+        acc = np.asarray(
+            np.add(_valid(first, skipna), _valid(leaves[1], skipna), dtype=rdtype, casting="unsafe")
+        )
+    for leaf in leaves[2:]:
         np.add(acc, _valid(leaf, skipna), out=acc, dtype=rdtype, casting="unsafe")
     if keepdims:
         # a combine step's result: the next level (or dask's aggregate) stacks it in turn
