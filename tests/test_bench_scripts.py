@@ -123,3 +123,36 @@ def test_limit_int16_moment_map_matches_astropy(tmp_path):
     assert np.isnan(data).any()
     np.testing.assert_allclose(got, np.nansum(data.astype(np.float64), axis=0), rtol=1e-6)
     assert ("nanmoment16", "numpy-rawint") in compare.NOT_APPLICABLE
+
+
+def test_mirror_order_gives_each_block_its_mirror_blocks_priority():
+    import dask.array as da
+    from dask.order import order
+
+    timeline = _script("timeline")
+    graph = dict(da.ones((8, 4), chunks=(1, 4)).sum().__dask_graph__())
+    prio = order(graph)
+    mirrored = timeline.mirror_order(order)(graph)
+    assert set(mirrored) == set(prio)
+    blocks = [k for k in prio if isinstance(k, tuple) and len(k) > 1]
+    last = {name: max(k[1] for k in blocks if k[0] == name) for name, *_ in blocks}
+    assert max(last.values()) == 7  # the chunks (and the combine steps) have blocks to mirror
+    for key in prio:
+        if key in blocks:
+            assert mirrored[key] == prio[(key[0], last[key[0]] - key[1], *key[2:])]
+        else:
+            assert mirrored[key] == prio[key]
+    # dask runs the last block's chunk first; mirrored, the first block's runs first
+    chunks = sorted((k for k in blocks if k[0].startswith("ones")), key=lambda k: k[1])
+    assert prio[chunks[0]] > prio[chunks[-1]]
+    assert mirrored[chunks[0]] < mirrored[chunks[-1]]
+
+
+def test_timeline_script_times_both_schedules_with_the_same_values(tmp_path, capsys):
+    timeline = _script("timeline")
+    args = ["--case", "nanmean16", "--size", "256KiB", "--rounds", "1", "--tmpdir", str(tmp_path)]
+    assert timeline.main([*args, "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "same values: True" in out
+    assert "first-block-first" in out
+    assert "mean_agg" in out  # the timeline lists dask's tasks
