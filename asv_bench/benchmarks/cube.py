@@ -33,6 +33,22 @@ def cube_shape(pixels: int, nchan: int) -> list[int]:
     return [nchan, ny, max(1, pixels // ny)]
 
 
+def cube_files(kind: str, bitpix: int, cards: dict | None = None) -> tuple:
+    """``(path, meta, warm_path, warm_meta)``: a 256-channel cube of half an image's bytes.
+
+    ``kind`` names the files and picks compare's value generator (``cube``: float32,
+    ``i2cube``: non-negative int16 with BLANKs).
+    """
+    pixels = image_bytes() // 2 // (abs(bitpix) // 8 * 256)
+    full = {"shape": [16, 8, 16] if TINY else cube_shape(pixels, 256), "bitpix": bitpix}
+    warm = {"shape": [4, 8, 16], "bitpix": bitpix}
+    cards = cards or {}
+    return (
+        *image_file(f"{kind}-data", kind, {**full, **cards}),
+        *image_file(f"{kind}-warm", kind, {**warm, **cards}),
+    )
+
+
 def velocities(nchan: int) -> np.ndarray:
     return CRVAL3 + CDELT3 * np.arange(nchan)
 
@@ -119,10 +135,7 @@ class CubeScience:
     timeout = 600
 
     def setup_cache(self):
-        pixels = image_bytes() // 2 // (4 * 256)
-        full = {"shape": [16, 8, 16] if TINY else cube_shape(pixels, 256), "bitpix": -32}
-        warm = {"shape": [4, 8, 16], "bitpix": -32}
-        return (*image_file("cube-data", "cube", full), *image_file("cube-warm", "cube", warm))
+        return cube_files("cube", -32)
 
     setup_cache.timeout = 1200
 
@@ -171,14 +184,7 @@ class ScaledCubeMoment:
     timeout = 600
 
     def setup_cache(self):
-        pixels = image_bytes() // 2 // (2 * 256)
-        cards = {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
-        full = {"shape": [16, 8, 16] if TINY else cube_shape(pixels, 256), "bitpix": 16}
-        warm = {"shape": [4, 8, 16], "bitpix": 16}
-        return (
-            *image_file("i2cube-data", "i2cube", {**full, **cards}),
-            *image_file("i2cube-warm", "i2cube", {**warm, **cards}),
-        )
+        return cube_files("i2cube", 16, {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768})
 
     setup_cache.timeout = 1200
 
