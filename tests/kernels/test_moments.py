@@ -11,6 +11,8 @@ at 2.4 GiB/s per thread on an AVX-512 Intel core (bound by its one shuffle port)
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ from dfits.kernels import oracle
 from dfits.kernels._compile import BLOCK, NARROW_BLOCK
 from dfits.kernels._loaders import kind_of
 from dfits.kernels.moments import (
+    MOMENTS_BLOCK,
     isum_kernels,
     moments_kernels,
     rawsum_kernels,
@@ -53,7 +56,10 @@ def test_row_loops_load_contiguously(encoding, rng, skipna):
 
 
 @pytest.mark.filterwarnings("ignore:(Mean of empty|Degrees of freedom):RuntimeWarning")
-@pytest.mark.parametrize("length", [1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 1])
+@pytest.mark.parametrize(
+    "length",
+    [1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 1, MOMENTS_BLOCK + 1, 2 * MOMENTS_BLOCK + 3],
+)
 def test_row_blocks_end_at_the_row_end(rng, length):
     spec = parse_decode_spec(-64)[0]
     raw = (rng.standard_normal((2, length)) * 10).astype(">f8")
@@ -67,6 +73,58 @@ def test_row_blocks_end_at_the_row_end(rng, length):
     np.testing.assert_allclose(mean, np.nanmean(native, axis=1), rtol=1e-12, equal_nan=True)
     want_m2 = np.nanvar(native, axis=1) * cnt
     np.testing.assert_allclose(m2, want_m2, rtol=1e-10, atol=1e-9, equal_nan=True)
+
+
+def _exact_m2(values):
+    """``n``, mean and ``M2`` of the non-NaN float64 ``values``, rounded once from exact sums."""
+    kept = [Fraction(v) for v in values.tolist() if v == v]
+    mean = sum(kept) / len(kept)
+    return len(kept), float(mean), float(sum((v - mean) ** 2 for v in kept))
+
+
+def _row_m2(values, skipna):
+    spec = parse_decode_spec(-64)[0]
+    stored = values.astype(">f8").reshape(1, -1)
+    n, mean, m2 = kernels.moments(stored.view("u8"), spec, 1, skipna=skipna)
+    return int(n[0]), float(mean[0]), float(m2[0])
+
+
+def _bad_shift_rows(rng):
+    """Rows whose row-kernel blocks start on a poor shift for one-pass sums."""
+    length = 3 * MOMENTS_BLOCK + 5
+    starts = np.arange(0, length, MOMENTS_BLOCK)
+    offset = 1e9 + rng.random(length)  # the textbook cancellation case, first value near
+    outlier = rng.standard_normal(length)
+    outlier[starts] = 1e7  # every block starts on a far outlier: Σd² ≈ block size × M2
+    missing = 1e9 + rng.standard_normal(length)
+    missing[starts] = np.nan  # first value missing: the shift falls back on the mean so far
+    missing[1] = -1e9
+    steps = np.repeat([3.0, -7.5, 3.0, 1e-300], MOMENTS_BLOCK)[:length]  # all-equal blocks
+    return {"offset": offset, "outlier": outlier, "missing": missing, "steps": steps}
+
+
+@pytest.mark.parametrize("case", ["offset", "outlier", "missing", "steps"])
+def test_row_variance_matches_exact_whatever_the_shift(rng, case):
+    # one-pass shifted sums with a two-pass redo of any block whose check says cancelled:
+    # within a few ulps of exact M2 (a block left one-pass after an outlier first was ~1e-12 off)
+    values = _bad_shift_rows(rng)[case]
+    want_n, want_mean, want_m2 = _exact_m2(values)
+    n, mean, m2 = _row_m2(values, skipna=True)
+    assert n == want_n
+    assert mean == pytest.approx(want_mean, rel=1e-15, abs=1e-300)
+    assert m2 == pytest.approx(want_m2, rel=1e-14, abs=1e-300)
+    if case != "missing":
+        # without skipna: another compiled loop, other vector lanes, the same values
+        assert _row_m2(values, skipna=False) == pytest.approx((n, mean, m2), rel=1e-14)
+
+
+def test_row_variance_without_skipna_is_nan_with_a_nan():
+    values = np.arange(2 * MOMENTS_BLOCK, dtype=float)
+    values[MOMENTS_BLOCK + 3] = np.nan
+    n, mean, m2 = _row_m2(values, skipna=False)
+    assert n == values.size
+    assert np.isnan(mean)
+    assert np.isnan(m2)
 
 
 NARROW = [e for e in ENCODINGS if e[1] in (8, 16)]
