@@ -254,6 +254,8 @@ CACHE_STATES = {
     "(2 MiB where the kernel and file system use them), as a first read of the file would",
     "small": "dropped, then read with readahead off (POSIX_FADV_RANDOM): 4 KiB pages, "
     "as kernels or file systems without large folios cache it",
+    "huge": "dropped, then faulted in through a MADV_HUGEPAGE map: 2 MiB folios from the "
+    "first byte, as a first read by a tool that asks for huge pages would",
     "asis": "read once, keeping whatever folios already cache it",
 }
 
@@ -274,6 +276,9 @@ def preread(path: Path, cache: str = "large") -> None:
         if cache != "asis":
             os.fsync(fd)  # dirty pages (a file just written) would survive the drop
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        if cache == "huge":
+            _fault_in_huge(fd)
+            return
         advice = os.POSIX_FADV_RANDOM if cache == "small" else os.POSIX_FADV_SEQUENTIAL
         os.posix_fadvise(fd, 0, 0, advice)
         offset = 0
@@ -282,6 +287,29 @@ def preread(path: Path, cache: str = "large") -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_NORMAL)
     finally:
         os.close(fd)
+
+
+def _fault_in_huge(fd: int) -> None:
+    """Fault a file into the page cache through a ``MADV_HUGEPAGE`` map.
+
+    Such a map's page faults read ahead in whole 2 MiB folios (Linux's mmap readahead for
+    huge-page VMAs), where a sequential ``read`` ramps its folio size up and leaves the
+    file's first tens of MiB in small folios.
+    """
+    import mmap
+
+    size = os.fstat(fd).st_size
+    if not size:
+        return
+    m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    try:
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            m.madvise(mmap.MADV_HUGEPAGE)
+        view = np.frombuffer(m, np.uint8)
+        int(view[:: mmap.PAGESIZE].sum(dtype=np.uint64))
+        del view
+    finally:
+        m.close()
 
 
 def pmd_share(path: Path) -> float | None:

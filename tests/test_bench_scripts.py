@@ -91,7 +91,7 @@ def test_rawint_idiom_matches_astropy(tmp_path, block):
     assert ("sum", "numpy-rawint") in compare.NOT_APPLICABLE
 
 
-@pytest.mark.parametrize("cache", ["large", "small", "asis"])
+@pytest.mark.parametrize("cache", ["large", "huge", "small", "asis"])
 def test_preread_leaves_the_file_whole_and_says_how_it_maps(tmp_path, cache):
     # every cache state must leave the same bytes readable; the 2 MiB share is a fraction
     # (or None where the kernel does not report it), and 4 KiB-page caching never maps PMDs
@@ -105,7 +105,7 @@ def test_preread_leaves_the_file_whole_and_says_how_it_maps(tmp_path, cache):
     assert share is None or 0.0 <= share <= 1.0
     if cache == "small" and share is not None:
         assert share == 0.0
-    assert set(compare.CACHE_STATES) == {"large", "small", "asis"}
+    assert set(compare.CACHE_STATES) == {"large", "huge", "small", "asis"}
 
 
 def test_limit_int16_moment_map_matches_astropy(tmp_path):
