@@ -1,7 +1,8 @@
 """Side-by-side timing of dfits against the usual ways of reducing big FITS files.
 
     python benchmarks/compare.py --size 2GiB [--runs 5] [--cases sum,nanmean16,moment0,spectrum,
-        stamps,headers] [--cache large|small|asis] [--markdown docs/performance.md] [--tmpdir DIR]
+        stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
+        [--tmpdir DIR]
 
 Cases (``mean``, ``std`` and ``nanmoment16`` exist too, outside the default set):
 ``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
@@ -25,8 +26,10 @@ Methodology
   64 MiB blocks, so every run starts from a warm page cache (this VM evicts idle cache after
   ~60 s) in a known state. ``--cache large`` (default) reads it sequentially, which on kernels
   with large folios (Linux 6.x with ext4/xfs here) caches it in 2 MiB folios that map with one
-  fault each; ``--cache small`` reads it with readahead off, which caches 4 KiB pages that map
-  16 to a fault, as older kernels and other file systems do; ``--cache asis`` only reads it.
+  fault each, except the first tens of MiB, which readahead still caches in smaller folios;
+  ``--cache huge`` faults it in through a ``MADV_HUGEPAGE`` map, which caches all of it in
+  2 MiB folios; ``--cache small`` reads it with readahead off, which caches 4 KiB pages that
+  map 16 to a fault, as older kernels and other file systems do; ``--cache asis`` only reads it.
   The state matters for every tool that maps the file (LIMIT, astropy-memmap, dfits), not
   for those that copy it with ``read``; each table notes the share of the file that mapped
   as 2 MiB pages after the last round.
