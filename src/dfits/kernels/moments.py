@@ -19,7 +19,9 @@ outlier) is redone, still in cache, in two exact passes. Blocks are merged with 
 pairwise update, their means taken relative to the row's first shift so that offset data
 (``10**9 + noise``) keep their low bits: ``M2`` of such a row is within ~10**-14 of exact,
 where block means in absolute terms were ~10**-9 off. The column kernel keeps two passes
-over each tile of rows (the tile is still in cache for the second). Either way one memory
+over each tile of rows (the tile is still in cache for the second), four rows at a time like
+the column sum, and merges each 64-row block with Chan's update written as selects, so that
+it vectorises. Either way one memory
 pass yields exact-combining ``(n, mean, M2)`` partials.
 """
 
@@ -260,56 +262,106 @@ def moments_kernels(kind: Kind, skipna: bool):
         na, nb, nc, off, sa, sb = geo
         s = np.empty(TILE)
         q = np.empty(TILE)
-        c = np.empty(TILE, np.int64)
+        c = np.zeros(TILE, np.int64)
         for a in range(na):
             for c0 in range(0, nc, TILE):
                 c1 = min(c0 + TILE, nc)
                 w = c1 - c0
-                out_n[a, c0:c1] = 0
-                out_mean[a, c0:c1] = 0.0
-                out_m2[a, c0:c1] = 0.0
+                on = out_n[a, c0:c1]
+                om = out_mean[a, c0:c1]
+                oq = out_m2[a, c0:c1]
+                on[:] = 0
+                om[:] = 0.0
+                oq[:] = 0.0
+                o0 = off + a * sa + c0
                 for b0 in range(0, nb, _ROWS_PER_PASS):
                     b1 = min(b0 + _ROWS_PER_PASS, nb)
+                    # pass 1, sums: four rows at a time, so that the tile's accumulators are
+                    # loaded and stored once per four values (as in ``sum_kernels``)
                     s[:w] = 0.0
+                    if check:
+                        c[:w] = 0
+                    first = b0
+                    while first + 4 <= b1:
+                        r0, r1, r2, r3 = _four_rows(base, o0 + first * sb, sb, w)
+                        if check:
+                            for k in range(w):
+                                x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+                                k0, k1 = valid(x0, blank), valid(x1, blank)
+                                k2, k3 = valid(x2, blank), valid(x3, blank)
+                                v0 = f64(x0, scale, zero, blank) if k0 else 0.0
+                                v1 = f64(x1, scale, zero, blank) if k1 else 0.0
+                                v2 = f64(x2, scale, zero, blank) if k2 else 0.0
+                                v3 = f64(x3, scale, zero, blank) if k3 else 0.0
+                                s[k] += (v0 + v1) + (v2 + v3)
+                                c[k] += (np.int64(k0) + np.int64(k1)) + (
+                                    np.int64(k2) + np.int64(k3)
+                                )
+                        else:
+                            for k in range(w):
+                                s[k] += (
+                                    f64(r0[k], scale, zero, blank) + f64(r1[k], scale, zero, blank)
+                                ) + (
+                                    f64(r2[k], scale, zero, blank) + f64(r3[k], scale, zero, blank)
+                                )
+                        first += 4
+                    for b in range(first, b1):
+                        row = base[o0 + b * sb : o0 + b * sb + w]
+                        for k in range(w):
+                            x = row[k]
+                            ok = not check or valid(x, blank)
+                            s[k] += f64(x, scale, zero, blank) if ok else 0.0
+                            if check:
+                                c[k] += np.int64(ok)
+                    rows_in = b1 - b0
+                    for k in range(w):
+                        ck = c[k] if check else rows_in
+                        s[k] = s[k] / ck if ck > 0 else 0.0
+                    # pass 2, squared deviations from the block's means: the rows are still
+                    # in cache (``_ROWS_PER_PASS`` × TILE values)
                     q[:w] = 0.0
-                    c[:w] = 0
-                    for b in range(b0, b1):
-                        o = off + a * sa + b * sb + c0
-                        row = base[o : o + w]
+                    first = b0
+                    while first + 4 <= b1:
+                        r0, r1, r2, r3 = _four_rows(base, o0 + first * sb, sb, w)
+                        for k in range(w):
+                            x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+                            m = s[k]
+                            d0 = f64(x0, scale, zero, blank) - m
+                            d1 = f64(x1, scale, zero, blank) - m
+                            d2 = f64(x2, scale, zero, blank) - m
+                            d3 = f64(x3, scale, zero, blank) - m
+                            if check:
+                                d0 = d0 if valid(x0, blank) else 0.0
+                                d1 = d1 if valid(x1, blank) else 0.0
+                                d2 = d2 if valid(x2, blank) else 0.0
+                                d3 = d3 if valid(x3, blank) else 0.0
+                            q[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+                        first += 4
+                    for b in range(first, b1):
+                        row = base[o0 + b * sb : o0 + b * sb + w]
                         for k in range(w):
                             x = row[k]
-                            ok = not check or valid(x, blank)
-                            v = f64(x, scale, zero, blank)
-                            s[k] += v if ok else 0.0
-                            c[k] += np.int64(ok)
-                    for k in range(w):
-                        s[k] = s[k] / c[k] if c[k] > 0 else 0.0
-                    # second pass over the same rows while they are still in cache
-                    for b in range(b0, b1):
-                        o = off + a * sa + b * sb + c0
-                        row = base[o : o + w]
-                        for k in range(w):
-                            x = row[k]
-                            ok = not check or valid(x, blank)
                             d = f64(x, scale, zero, blank) - s[k]
-                            q[k] += d * d if ok else 0.0
+                            if check:
+                                d = d if valid(x, blank) else 0.0
+                            q[k] += d * d
+                    # merge the block into the tile's partials (Chan et al.), written with
+                    # selects instead of a call per column so that the loop vectorises
                     for k in range(w):
-                        if c[k] > 0:
-                            n, mean, m2 = _chan(
-                                out_n[a, c0 + k],
-                                out_mean[a, c0 + k],
-                                out_m2[a, c0 + k],
-                                c[k],
-                                s[k],
-                                q[k],
-                            )
-                            out_n[a, c0 + k] = n
-                            out_mean[a, c0 + k] = mean
-                            out_m2[a, c0 + k] = m2
+                        ck = c[k] if check else rows_in
+                        n_a = on[k]
+                        n = n_a + ck
+                        r = ck / n if ck > 0 else 0.0
+                        delta = s[k] - om[k]
+                        mean = om[k] + delta * r
+                        m2 = oq[k] + q[k] + delta * delta * (n_a * r)
+                        om[k] = mean if ck > 0 else om[k]
+                        oq[k] = m2 if ck > 0 else oq[k]
+                        on[k] = n
                 for k in range(w):
-                    if out_n[a, c0 + k] == 0:
-                        out_mean[a, c0 + k] = np.nan
-                        out_m2[a, c0 + k] = np.nan
+                    if on[k] == 0:
+                        om[k] = np.nan
+                        oq[k] = np.nan
 
     return rows, cols
 
