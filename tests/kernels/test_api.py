@@ -215,7 +215,9 @@ def test_column_sums_over_many_rows(spec, rng, nb):
 
 
 @pytest.mark.filterwarnings("ignore:(Mean of empty|Degrees of freedom):RuntimeWarning")
-@pytest.mark.parametrize("shape", [(2, 3, 37), (2, 4, 37), (2, 258, 37), (1, 601, 37), (1, 70, 2053)])
+@pytest.mark.parametrize(
+    "shape", [(2, 3, 37), (2, 4, 37), (2, 258, 37), (1, 601, 37), (1, 70, 2053)]
+)
 def test_column_moments_over_many_rows(spec, rng, shape):
     # variance maps: passes of four rows plus a remainder, blocks of 64 rows merged with
     # Chan's update, tiles of 2048 columns plus a remainder
