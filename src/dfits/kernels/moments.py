@@ -13,16 +13,16 @@ block size, not by the number of values: on 10**8 values it stays within a few u
 exactly rounded sum (tested), where a single running float64 sum drifts by ~10**8 ε.
 
 Variance: the row kernel sums ``d`` and ``d²`` for ``d = x - k`` in one pass per block, with
-``k`` the block's first value, and takes ``M2 = Σd² - (Σd)²/n``. That loses about ``log2(κ)``
-bits, ``κ = Σd² / M2``; a block whose ``κ`` exceeds :data:`_KAPPA` (its first value an
-outlier) is redone, still in cache, in two exact passes. Blocks are merged with Chan et al.'s
-pairwise update, their means taken relative to the row's first shift so that offset data
-(``10**9 + noise``) keep their low bits: ``M2`` of such a row is within ~10**-14 of exact,
-where block means in absolute terms were ~10**-9 off. The column kernel keeps two passes
-over each tile of rows (the tile is still in cache for the second), four rows at a time like
-the column sum, and merges each 64-row block with Chan's update written as selects, so that
-it vectorises. Either way one memory
-pass yields exact-combining ``(n, mean, M2)`` partials.
+``k`` the block's first value, and takes ``M2 = Σd² - (Σd)²/n``. That loses about
+``log2(κ)`` bits, ``κ = Σd² / M2``; a block whose ``κ`` exceeds :data:`_KAPPA` (its first
+value an outlier) is redone while still in cache: its mean, then sums shifted by that mean.
+Blocks are merged with Chan et al.'s pairwise update, their means taken relative to the
+row's first shift, so that offset data (``10**9 + noise``) keep their low bits: ``M2`` of
+such a row is within ~10**-14 of exact, where block means in absolute terms were ~10**-9
+off. The column kernel keeps two passes over each tile of rows (the tile is still in cache
+for the second), four rows at a time like the column sum, and merges each 64-row block with
+Chan's update written as selects, so that it vectorises. Either way one memory pass yields
+exact-combining ``(n, mean, M2)`` partials.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ SUM_TILE = 4 * TILE
 #: adds at most ~1000 terms, so the block's rounding stays within ~10**-13 relative.
 MOMENTS_BLOCK = 8192
 #: a block's one-pass ``M2 = Σd² - (Σd)²/c`` (``d = x - shift``) loses about log2(κ) bits to
-#: cancellation, where ``κ = Σd² / M2``; above this the block is redone in two exact passes
+#: cancellation, where ``κ = Σd² / M2``; above this the block is redone in two passes
 _KAPPA = 64.0
 #: rows re-read by the second (M2) pass: TILE × 64 float64 values ≈ 1 MiB stays in cache
 _ROWS_PER_PASS = 64
@@ -217,6 +217,21 @@ def moments_kernels(kind: Kind, skipna: bool):
     valid, f64 = ld.valid, ld.f64
     check = skipna and kind.can_be_missing
 
+    @njit(inline="always", nogil=True)
+    def shifted(blk, k, scale, zero, blank):
+        """Sums of ``d = x - k`` and ``d²`` over the valid values of ``blk``, and their count."""
+        s = 0.0
+        q = 0.0
+        c = 0
+        for b in range(blk.size):
+            x = blk[b]
+            ok = not check or valid(x, blank)
+            d = f64(x, scale, zero, blank) - k
+            s += d if ok else 0.0
+            q += d * d if ok else 0.0
+            c += np.int64(ok)
+        return s, q, c
+
     @jit
     def rows(base, geo, scale, zero, blank, out_n, out_mean, out_m2):
         nrow, length, off, sa = geo
@@ -234,37 +249,19 @@ def moments_kernels(kind: Kind, skipna: bool):
                 # one pass of sums shifted by a value of the block itself (or the mean so far)
                 x = blk[0]
                 k = f64(x, scale, zero, blank) if not check or valid(x, blank) else ref + mean
-                s = 0.0
-                q = 0.0
-                c = 0
-                for b in range(blk.size):
-                    x = blk[b]
-                    ok = not check or valid(x, blank)
-                    d = f64(x, scale, zero, blank) - k
-                    s += d if ok else 0.0
-                    q += d * d if ok else 0.0
-                    c += np.int64(ok)
+                s, q, c = shifted(blk, k, scale, zero, blank)
                 if c == 0:
                     continue
                 bq = q - s * (s / c)
                 if bq * _KAPPA < q:
                     # the shift was far from the block's mean (an outlier first, or a missing
                     # first value after a jump), so the shortcut cancelled: redo the block,
-                    # still in cache, in two exact passes. NaN (missing values without
-                    # skipna) and an all-equal block never come here.
-                    s = 0.0
-                    for b in range(blk.size):
-                        x = blk[b]
-                        ok = not check or valid(x, blank)
-                        s += f64(x, scale, zero, blank) if ok else 0.0
-                    k = s / c
-                    s = 0.0
-                    bq = 0.0
-                    for b in range(blk.size):
-                        x = blk[b]
-                        ok = not check or valid(x, blank)
-                        d = f64(x, scale, zero, blank) - k
-                        bq += d * d if ok else 0.0
+                    # still in cache, as its mean and then sums shifted by that mean (the
+                    # corrected two-pass form). NaN (missing values without skipna) and an
+                    # all-equal block never come here.
+                    k = shifted(blk, 0.0, scale, zero, blank)[0] / c
+                    s, q, _ = shifted(blk, k, scale, zero, blank)
+                    bq = q - s * (s / c)
                 if n == 0:
                     ref = k
                 n, mean, m2 = _chan(n, mean, m2, c, (k - ref) + s / c, bq)
