@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from dask.array.core import _concatenate2
 
-from dfits.array import partials
+from dfits.array import partials, tiles
+from dfits.array.concat import concatenate_partials
 from dfits.array.dispatch import register_dask_hooks
-from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
+from dfits.array.partials import PartialStack, SumPartial, as_partial
 from tests.array.helpers import float32_cube
 
 register_dask_hooks()
@@ -31,6 +32,60 @@ def test_sum_partial_results_are_plain_arrays():
     out = np.empty((1, 3, 4))
     np.add(p, p, out=out)
     np.testing.assert_array_equal(out, 2 * np.arange(12.0).reshape(1, 3, 4))
+
+
+def test_elementwise_steps_among_partials_stay_partials(monkeypatch):
+    # dask's moment combine returns ``Ms.sum() + sum(ns * d**2)`` stacked: a partial, so
+    # that the next level adds it instead of concatenating it
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    p = np.arange(12.0).reshape(1, 3, 4).view(SumPartial)
+    q = (p * 2 + 1).view(SumPartial)
+    for out in (p + q, p / 2, np.sqrt(p), np.divide(p, q, dtype=np.float32)):
+        assert type(out) is SumPartial
+    for out in (p + np.ones((1, 3, 4)), p + np.ones(4), p.sum(axis=1), p.copy()):
+        assert type(out) is np.ndarray
+    assert not isinstance(np.sum(p), np.ndarray)
+    np.testing.assert_array_equal(p + q, 3 * np.arange(12.0).reshape(1, 3, 4) + 1)
+
+
+def test_stacking_one_partial_is_a_view(monkeypatch):
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    p = np.arange(12.0).reshape(1, 3, 4).view(SumPartial)
+    for call in (lambda: np.stack([p], axis=-1), lambda: np.stack([p], -1)):
+        m = call()
+        assert type(m) is SumPartial
+        assert m.shape == (1, 3, 4, 1)
+        assert np.shares_memory(m, p)
+        np.testing.assert_array_equal(m[..., 0], p)
+    two = np.stack([p, p], axis=0)
+    assert type(two) is SumPartial
+    assert not np.shares_memory(two, p)
+    np.testing.assert_array_equal(two, np.stack([p.view(np.ndarray)] * 2))
+
+
+def test_constant_counts_stay_broadcasts(monkeypatch):
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    counts = [as_partial(np.broadcast_to(np.float64(k), (1, 300, 200))) for k in (3, 4, 5)]
+    # dask's moment_chunk casts its count to int64: a broadcast again
+    n = counts[0].astype(np.int64)
+    assert type(n) is SumPartial
+    assert n.dtype == np.int64
+    assert not any(n.strides)
+    np.testing.assert_array_equal(n, 3)
+    stack = PartialStack(counts, 0)
+    total = np.sum(stack, axis=0, keepdims=True)
+    assert total.shape == (1, 300, 200)
+    assert not any(total.strides)
+    np.testing.assert_array_equal(total, 12.0)
+    # the last step (no keepdims) hands out a real, writable array
+    flat = np.sum(stack, axis=0)
+    assert type(flat) is np.ndarray
+    assert flat.flags.writeable
+    np.testing.assert_array_equal(flat, 12.0)
+    # anything that is not one value everywhere is cast as numpy does
+    real = np.arange(6.0).reshape(1, 2, 3).view(SumPartial).astype(np.int64)
+    assert real.flags.writeable
+    np.testing.assert_array_equal(real, np.arange(6).reshape(1, 2, 3))
 
 
 def test_as_partial_marks_only_large_arrays(monkeypatch):
@@ -138,6 +193,43 @@ def test_elementwise_work_on_stacks_is_done_part_by_part():
     np.testing.assert_array_equal(np.sum(got, axis=0), da_.sum(axis=0))
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("want", [None, np.float32])
+def test_sums_of_steps_are_evaluated_by_tile_and_equal_the_eager_steps(monkeypatch, skipna, want):
+    # dask's moment combine: Σ ns * (totals / ns - mu)², with tiles smaller than a part
+    monkeypatch.setattr(tiles, "TILE_ITEMS", 7)
+    rng = np.random.default_rng(10)
+    totals_parts = _parts(rng, n=3, dtype=np.float64)
+    totals_parts[1][0, 3, 2] = np.nan
+    ns_parts = [np.full((1, 6, 5), k, np.int64).view(SumPartial) for k in (2, 3, 4)]
+    totals, ns = PartialStack(totals_parts, 0), PartialStack(ns_parts, 0)
+    mu = rng.standard_normal((1, 6, 5))
+    term = ns * (np.divide(totals, ns, dtype=np.float64) - mu) ** 2
+    assert isinstance(term, PartialStack)
+    assert all(isinstance(p, tiles.LazyPart) for p in term.parts)
+    dense_t, dense_n = np.asarray(totals), np.asarray(ns)
+    eager = dense_n * (np.divide(dense_t, dense_n, dtype=np.float64) - mu) ** 2
+    func = np.nansum if skipna else np.sum
+    evaluated = []
+    real = tiles.LazyPart.evaluate
+
+    def spy(self, index=None):
+        evaluated.append(index)
+        return real(self, index)
+
+    monkeypatch.setattr(tiles.LazyPart, "evaluate", spy)
+    for keepdims in (True, False):
+        got = func(term, axis=0, keepdims=keepdims, dtype=want)
+        ref = func(eager, axis=0, keepdims=keepdims, dtype=want)
+        assert got.dtype == ref.dtype
+        np.testing.assert_array_equal(got, ref)
+    assert evaluated
+    assert None not in evaluated  # never a whole part at once
+    # anything else still sees the concatenation of the evaluated parts
+    np.testing.assert_array_equal(np.asarray(term), eager)
+    np.testing.assert_array_equal(np.sum(term, axis=1), eager.sum(axis=1))
+
+
 def test_elementwise_work_that_would_differ_concatenates():
     rng = np.random.default_rng(9)
     a = PartialStack(_parts(rng, dtype=np.float64), 0)
@@ -187,6 +279,16 @@ def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
         return real(stack, *args)
 
     monkeypatch.setattr(partials, "_stack_sum", spy)
+    monkeypatch.setattr(tiles, "TILE_ITEMS", 5)
+    whole = []
+    evaluate = tiles.LazyPart.evaluate
+
+    def by_tile(self, index=None):
+        if index is None:
+            whole.append(self)
+        return evaluate(self, index)
+
+    monkeypatch.setattr(tiles.LazyPart, "evaluate", by_tile)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for lazy, want in (
@@ -202,6 +304,7 @@ def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
             added.clear()
             got = lazy.compute()
             assert added, "dask's combine did not reach the stack"
+            assert not whole, "a combine step filled a whole part"
             assert type(got) is np.ndarray
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
 

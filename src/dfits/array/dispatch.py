@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 
 from dfits import kernels
-from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
+from dfits.array.concat import concatenate_partials
+from dfits.array.partials import PartialStack, SumPartial, as_partial
 from dfits.array.stored import Deviation, StoredChunk
+from dfits.array.tiles import tile_slices
 
 __all__ = ["HANDLED", "HANDLED_DEVIATION", "register_dask_hooks"]
 
@@ -241,15 +243,29 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
     centre = np.asarray(d.centre)
     if keepdims or centre.ndim == x.ndim:
         centre = np.reshape(centre, mean.shape) if centre.size == mean.size else centre
-    # Σ(x - c)² = M2 + n (mean - c)²: exact shift identity; c is dask's mean, so ≈ M2.
-    # Evaluated in place in one float64 map (NaN means stay NaN; empty slices sum to 0).
-    with np.errstate(invalid="ignore"):
-        value = np.asarray(np.subtract(mean, centre, dtype=np.float64))
-        np.multiply(value, value, out=value)
-        np.multiply(value, n, out=value)
-        np.add(value, m2, out=value)
-    value[np.broadcast_to(n <= 0, value.shape)] = 0.0
+    value = _shifted_m2(n, mean, m2, centre, dtype)
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+def _shifted_m2(n, mean, m2, centre, dtype) -> np.ndarray:
+    """``Σ(x - c)² = M2 + n (mean - c)²``, the exact shift identity (c is dask's mean, so ≈ M2).
+
+    Worked out in float64 tile by tile and stored once in ``dtype``: a map's chunk step
+    otherwise fills a float64 map and then its cast, and fresh memory costs more than the
+    arithmetic. NaN means stay NaN; empty slices sum to 0.
+    """
+    value = np.empty(np.shape(mean), np.float64 if dtype is None else dtype)
+    centre = np.broadcast_to(centre, value.shape)
+    counts = np.broadcast_to(n, value.shape)
+    for tile in tile_slices(value.shape):
+        with np.errstate(invalid="ignore"):
+            v = np.asarray(np.subtract(mean[tile], centre[tile], dtype=np.float64))
+            np.multiply(v, v, out=v)
+            np.multiply(v, counts[tile], out=v)
+            np.add(v, m2[tile], out=v)
+        v[counts[tile] <= 0] = 0.0
+        value[tile] = v
+    return value
 
 
 @_implements(np.sum, table=HANDLED_DEVIATION)

@@ -7,33 +7,39 @@ machines we measure (page faults, ~1 ms per MiB): concatenating four moment-map 
 longer than the sum over them.
 
 A chunk's sum that is large enough comes back as a :class:`SumPartial` (a plain ndarray
-subclass whose ufunc and function results are plain arrays again). dask picks the
-concatenate function from the highest ``__array_priority__`` among the parts, so our hook sees
-these parts first; when the concatenation is about to be summed over exactly the concatenated
-axes (dask's own sum/mean/moment combine and aggregate steps, recognised by their code
-objects), it returns a :class:`PartialStack`, which keeps the parts apart, answers that sum by
-adding them into one array, and does the elementwise steps dask's moment combine takes before
-it (ufuncs, ``np.where``, ``[..., k]``, ``astype``) part by part when that equals the dense
-result. In every other case, and for anything else, the parts are concatenated as before, so
-results are plain ``numpy.ndarray`` and never this module's types.
+subclass whose reductions and mixed results are plain arrays again). dask picks the
+concatenate function from the highest ``__array_priority__`` among the parts, so our hook
+(:mod:`dfits.array.concat`) sees these parts first; when the concatenation is about to be
+summed over exactly the concatenated axes (dask's own sum/mean/moment combine and aggregate
+steps, recognised by their code objects), it returns a :class:`PartialStack`, which keeps the parts apart, answers that sum by
+adding them into one array, and records the elementwise steps dask's moment combine takes
+before it (ufuncs, ``np.where``, ``[..., k]``, ``astype``) part by part when that equals the
+dense result; the sum then evaluates them tile by tile (:mod:`dfits.array.tiles`), so no step
+fills a fresh part-sized array. In every other case, and for anything else, the parts are
+concatenated as before, so results are plain ``numpy.ndarray`` and never this module's types.
+
+Elementwise steps among partials alone (``A + B`` of two combine sums, ``total / n``) stay
+partials, so that what a combine step returns is stacked again by the next level instead of
+concatenated. Reductions, copies and anything mixed with plain arrays are plain arrays.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
-from types import CodeType
 from typing import Any
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-__all__ = ["PartialStack", "SumPartial", "as_partial", "concatenate_partials"]
+from dfits.array.tiles import LazyPart, materialize, tile_slices, value_at
+
+__all__ = ["SUMS", "PartialStack", "SumPartial", "as_partial", "plain"]
 
 #: Partials smaller than this stay plain: concatenating them costs less than the bookkeeping.
 STACK_MIN_BYTES = 1 << 18
 
-_SUMS = (np.sum, np.nansum)
+#: The reductions a stack answers by adding its parts.
+SUMS = (np.sum, np.nansum)
 
 
 class SumPartial(np.ndarray):
@@ -44,15 +50,33 @@ class SumPartial(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
-            kwargs["out"] = tuple(_plain(o) for o in kwargs["out"])
-        return getattr(ufunc, method)(*(_plain(i) for i in inputs), **kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        out = func(*_plain_all(args), **_plain_all(kwargs))
-        if func is np.stack and all(isinstance(a, SumPartial) for a in args[0]):
-            # dask's moment_chunk stacks its Σ(x - mean)^k sums: still a chunk's partial
+            kwargs["out"] = tuple(plain(o) for o in kwargs["out"])
+            return getattr(ufunc, method)(*(plain(i) for i in inputs), **kwargs)
+        out = getattr(ufunc, method)(*(plain(i) for i in inputs), **kwargs)
+        if method == "__call__" and ufunc.nout == 1 and _partials_only(inputs, out):
+            # ``Ms.sum() + sum(ns * d**2)`` in dask's moment combine: the combined M is a
+            # partial too, so that the next level stacks it instead of concatenating it
             return as_partial(out)
         return out
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.stack and all(isinstance(a, SumPartial) for a in args[0]):
+            # dask's moment_chunk stacks its Σ(x - mean)^k sums: still a chunk's partial.
+            # One sum (var/std) is stacked as a view: nothing writes into partials.
+            arrays, *rest = args
+            if len(arrays) == 1 and len(rest) + len(kwargs) <= 1 and set(kwargs) <= {"axis"}:
+                axis = kwargs.get("axis", rest[0] if rest else 0)
+                return as_partial(np.expand_dims(plain(arrays[0]), axis))
+            return as_partial(func(*_plain_all(args), **_plain_all(kwargs)))
+        return func(*_plain_all(args), **_plain_all(kwargs))
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> np.ndarray:  # type: ignore[override]
+        if self.size and not any(self.strides):
+            # dask's moment_chunk casts its count (one value everywhere) to int64: a
+            # broadcast again, not a fresh map per chunk. Read-only like the count itself.
+            one = _first(self).astype(dtype, *args, **kwargs)
+            return as_partial(np.broadcast_to(one.reshape(()), self.shape))
+        return super().astype(dtype, *args, **kwargs)
 
     def copy(self, order: str = "C") -> np.ndarray:  # type: ignore[override]
         # dask's ``finalize`` copies a single-chunk result: hand back numpy's own type
@@ -61,6 +85,11 @@ class SumPartial(np.ndarray):
     def __reduce__(self):
         # a partial shipped to another worker arrives as a plain array (no stacking there)
         return self.view(np.ndarray).__reduce__()
+
+
+def _partials_only(inputs: tuple[Any, ...], out: Any) -> bool:
+    shape = getattr(out, "shape", None)
+    return all((isinstance(i, SumPartial) and i.shape == shape) or np.ndim(i) == 0 for i in inputs)
 
 
 def as_partial(value: Any) -> Any:
@@ -94,7 +123,10 @@ class PartialStack(NDArrayOperatorsMixin):
     def leaves(self) -> list[np.ndarray]:
         out: list[np.ndarray] = []
         for p in self.parts:
-            out.extend(p.leaves() if isinstance(p, PartialStack) else [np.asarray(p)])
+            if isinstance(p, PartialStack):
+                out.extend(p.leaves())
+            else:
+                out.append(p if isinstance(p, LazyPart) else np.asarray(p))
         return out
 
     @property
@@ -120,7 +152,10 @@ class PartialStack(NDArrayOperatorsMixin):
     def dense(self) -> np.ndarray:
         """The concatenation dask asked for (made once, only when something needs it)."""
         if self._dense is None:
-            parts = [p.dense() if isinstance(p, PartialStack) else _plain(p) for p in self.parts]
+            parts = [
+                p.dense() if isinstance(p, PartialStack) else plain(materialize(p))
+                for p in self.parts
+            ]
             self._dense = np.concatenate(parts, axis=self.axis)
         return self._dense
 
@@ -133,7 +168,7 @@ class PartialStack(NDArrayOperatorsMixin):
             done = _partwise(np.where, args)
             if done is not None:
                 return done
-        if func in _SUMS and len(args) == 1 and args[0] is self:
+        if func in SUMS and len(args) == 1 and args[0] is self:
             kw = dict(kwargs)
             return _stack_sum(
                 self,
@@ -167,10 +202,7 @@ class PartialStack(NDArrayOperatorsMixin):
             and all(isinstance(i, int | np.integer | slice) for i in index[1:])
             and all(a < self.ndim - (len(index) - 1) for a in self.axes)
         ):
-            return PartialStack(
-                [p[index] for p in self.parts],
-                self.axis,
-            )
+            return PartialStack([materialize(p)[index] for p in self.parts], self.axis)
         return self.dense()[index]
 
     def __getattr__(self, name: str) -> Any:
@@ -220,13 +252,16 @@ def _alike(a: PartialStack, b: PartialStack) -> bool:
 
 
 def _apply(func, inputs, ref: PartialStack) -> PartialStack:
+    # recorded, not run: a sum over the stack evaluates the steps tile by tile
     parts = []
     for k, part in enumerate(ref.parts):
         args = [i.parts[k] if isinstance(i, PartialStack) else i for i in inputs]
         if isinstance(part, PartialStack):
             parts.append(_apply(func, args, part))
         else:
-            parts.append(np.asarray(func(*(_plain(a) for a in args))))
+            args = [a if isinstance(a, LazyPart) else plain(a) for a in args]
+            shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+            parts.append(LazyPart(func, args, shape))
     return PartialStack(parts, ref.axis)
 
 
@@ -246,16 +281,11 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
     if not addable:
         return func(stack.dense(), axis=axis, dtype=dtype, out=out, keepdims=keepdims, **extra)
     rdtype = func(np.zeros(1, first.dtype), dtype=dtype).dtype
-    # in part order, like numpy's reduction over the concatenated axis; inputs are left alone
-    if len(leaves) == 1:
-        acc = np.array(_valid(first, skipna), dtype=rdtype, copy=True)
-    else:
-        # the first add writes the fresh result: one pass less than copying the first part
-        acc = np.asarray(
-            np.add(_valid(first, skipna), _valid(leaves[1], skipna), dtype=rdtype, casting="unsafe")
-        )
-    for leaf in leaves[2:]:
-        np.add(acc, _valid(leaf, skipna), out=acc, dtype=rdtype, casting="unsafe")
+    acc = _constant_sum(leaves, rdtype, skipna) if keepdims else None
+    if acc is None:
+        acc = np.empty(first.shape, rdtype)
+        for tile in tile_slices(first.shape):
+            _add_tile(acc, tile, leaves, rdtype, skipna)
     if keepdims:
         # a combine step's result: the next level (or dask's aggregate) stacks it in turn
         return as_partial(acc)
@@ -263,8 +293,42 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
     return acc[()] if acc.ndim == 0 else acc
 
 
+def _add_tile(acc, tile, leaves, rdtype, skipna) -> None:
+    # in part order, like numpy's reduction over the concatenated axis; inputs are left
+    # alone. Tile by tile, so the result tile and the parts' temporaries stay in cache.
+    out = acc[tile]
+    first = _valid(value_at(leaves[0], tile), skipna)
+    if len(leaves) == 1:
+        np.copyto(out, first, casting="unsafe")
+        return
+    # the first add writes the result tile: one pass less than copying the first part
+    second = _valid(value_at(leaves[1], tile), skipna)
+    np.add(first, second, out=out, dtype=rdtype, casting="unsafe")
+    for leaf in leaves[2:]:
+        np.add(out, _valid(value_at(leaf, tile), skipna), out=out, dtype=rdtype, casting="unsafe")
+
+
+def _constant_sum(leaves, rdtype, skipna) -> np.ndarray | None:
+    """The sum of parts that each hold one value everywhere (dask's counts), broadcast."""
+    if not all(
+        isinstance(leaf, np.ndarray) and leaf.size and not any(leaf.strides) for leaf in leaves
+    ):
+        return None
+    # read-only, like the counts it adds: a combine step only divides by it and stacks it
+    values = [_valid(_first(leaf), skipna) for leaf in leaves]
+    total = values[0].astype(rdtype, casting="unsafe")
+    for value in values[1:]:  # one after another, like the tile path
+        total = np.add(total, value, dtype=rdtype, casting="unsafe")
+    return np.broadcast_to(total.reshape(()), leaves[0].shape)
+
+
+def _first(a: np.ndarray) -> np.ndarray:
+    """The first value of ``a`` as a 1-element array (``reshape(-1)`` would copy a broadcast)."""
+    return plain(a)[(slice(0, 1),) * a.ndim].reshape(1)
+
+
 def _valid(leaf: np.ndarray, skipna: bool) -> np.ndarray:
-    leaf = _plain(leaf)
+    leaf = plain(leaf)
     if skipna and leaf.dtype.kind in "fc":
         bad = np.isnan(leaf)
         if bad.any():
@@ -279,7 +343,8 @@ def _normalize(axis: Any, ndim: int) -> frozenset[int]:
     return frozenset(int(a) % ndim for a in items)
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
+    """A partial or stack as the plain array numpy would see (stacks concatenated)."""
     if isinstance(obj, SumPartial):
         return obj.view(np.ndarray)
     if isinstance(obj, PartialStack):
@@ -292,63 +357,4 @@ def _plain_all(obj: Any) -> Any:
         return type(obj)(_plain_all(o) for o in obj)
     if isinstance(obj, dict):
         return {k: _plain_all(v) for k, v in obj.items()}
-    return _plain(obj)
-
-
-# -- dask's concatenate hook ----------------------------------------------------------------
-
-
-def concatenate_partials(arrays, axis: int = 0, out: Any = None):
-    """dask's ``concatenate`` for partials: a :class:`PartialStack` when a sum follows."""
-    arrays = list(arrays)
-    if out is None and _summed_next():
-        return PartialStack(arrays, axis)
-    parts = [p.dense() if isinstance(p, PartialStack) else _plain(p) for p in arrays]
-    return np.concatenate(parts, axis=axis, out=out)
-
-
-@functools.cache
-def _callers() -> tuple[frozenset[Any], Any, frozenset[Any]]:
-    from dask.array import reductions
-    from dask.array.core import _concatenate2
-    from toolz.functoolz import Compose
-
-    # these call ``_concatenate2(...)`` and then only sum what it returns, after elementwise
-    # ufuncs, ``np.where`` and ``[..., k]`` that a PartialStack does part by part
-    callers = (
-        reductions.mean_combine,
-        reductions.mean_agg,
-        reductions.moment_combine,
-        reductions.moment_agg,
-    )
-    summing = frozenset(
-        getattr(f, "__wrapped__", f).__code__
-        for f in callers
-        if hasattr(getattr(f, "__wrapped__", f), "__code__")
-    )
-    # _concatenate2 recurses through a list comprehension (a frame of its own before 3.12)
-    own = _concatenate2.__code__
-    concat2 = frozenset([own, *(c for c in own.co_consts if isinstance(c, CodeType))])
-    return concat2, Compose.__call__.__code__, summing
-
-
-def _summed_next() -> bool:
-    """True when dask's ``_concatenate2`` was called by code that sums its result next
-    (after, for the moment steps, elementwise work a stack does part by part)."""
-    concat2, compose_call, summing = _callers()
-    frame = sys._getframe(2)
-    if frame is None or frame.f_code not in concat2:
-        return False
-    while frame is not None and frame.f_code in concat2:
-        frame = frame.f_back
-    if frame is None:
-        return False
-    if frame.f_code in summing:
-        return True
-    if frame.f_code is compose_call:
-        # _tree_reduce's ``compose(partial(sum, axis=...), partial(_concatenate2, ...))``
-        funcs = getattr(frame.f_locals.get("self"), "funcs", ())
-        return bool(funcs) and all(
-            isinstance(f, functools.partial) and f.func in _SUMS for f in funcs
-        )
-    return False
+    return plain(obj)
