@@ -4,12 +4,13 @@
         stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
         [--tmpdir DIR]
 
-Cases (``mean``, ``std`` and ``nanmoment16`` exist too, outside the default set):
+Cases (``mean``, ``std``, ``nanmoment16`` and ``stdmap`` exist too, outside the default set):
 ``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
 BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0``
 (axis 0) and ``spectrum`` (axes 1,2) sums of a float32 cube (256, ny, nx) of size/2;
 ``nanmoment16``: ``nansum(axis=0)`` (a moment-0 map skipping BLANKs) of an int16 cube
-(256, ny, nx) of size/4 with the same cards; ``stamps``: 1000 random 32x32 cut-outs (fixed
+(256, ny, nx) of size/4 with the same cards; ``stdmap``: ``std(axis=0)`` (a noise map) of the
+float32 cube; ``stamps``: 1000 random 32x32 cut-outs (fixed
 seed) from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10
 int16 HDUs.
 
@@ -85,7 +86,7 @@ TOOLS = (
     "dask-from-array",
     "dfits",
 )
-REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16")
+REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16", "stdmap")
 ALL_CASES = (*REDUCTIONS, "stamps", "headers")
 DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
 FILE_OF = {
@@ -96,6 +97,7 @@ FILE_OF = {
     "moment0": "cube",
     "spectrum": "cube",
     "nanmoment16": "i2cube",
+    "stdmap": "cube",
     "stamps": "stamps",
     "headers": "headers",
 }
@@ -476,6 +478,40 @@ def limit_kernels() -> dict:
             i2_plane_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), blank, scale, zero, out)
         return out.reshape(u.shape[1:])
 
+    @ser
+    def std_tile(p, t0, t1, out):  # out[t0:t1] = std over planes, sums shifted by plane 0
+        w = t1 - t0
+        k, s1, s2 = np.empty(w), np.zeros(w), np.zeros(w)
+        for i in range(w):
+            k[i] = load_f4(p[0, t0 + i])
+        c = 0
+        while c + 4 <= p.shape[0]:  # four planes per pass over the accumulators
+            r0, r1, r2, r3 = p[c, t0:t1], p[c + 1, t0:t1], p[c + 2, t0:t1], p[c + 3, t0:t1]
+            for i in range(w):
+                d0, d1 = load_f4(r0[i]) - k[i], load_f4(r1[i]) - k[i]
+                d2, d3 = load_f4(r2[i]) - k[i], load_f4(r3[i]) - k[i]
+                s1[i] += (d0 + d1) + (d2 + d3)
+                s2[i] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+            c += 4
+        for cc in range(c, p.shape[0]):
+            r = p[cc, t0:t1]
+            for i in range(w):
+                d = load_f4(r[i]) - k[i]
+                s1[i] += d
+                s2[i] += d * d
+        n = p.shape[0]
+        for i in range(w):
+            m = s1[i] / n
+            out[t0 + i] = np.float32(math.sqrt(max(s2[i] / n - m * m, 0.0)))
+
+    @par
+    def stdmap(u):
+        p = u.reshape(u.shape[0], -1)
+        out = np.empty(p.shape[1], np.float32)
+        for t in prange((p.shape[1] + tile - 1) // tile):
+            std_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
+        return out.reshape(u.shape[1:])
+
     @par
     def spectrum(u):
         out = np.empty(u.shape[0])
@@ -491,6 +527,7 @@ def limit_kernels() -> dict:
         "nanmean16": lambda u, m: nanmean(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
         "spectrum": lambda u, m: spectrum(u.reshape(u.shape[0], -1)),
         "nanmoment16": lambda u, m: nanmoment16(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
+        "stdmap": lambda u, m: stdmap(u),
     }
 
 
@@ -502,6 +539,8 @@ def numpy_reduce(case: str, a):
         return np.nansum(a, axis=0)
     if case in ("sum", "mean", "std"):
         return getattr(a, case)()
+    if case == "stdmap":
+        return a.std(axis=0)
     return a.sum(axis=0 if case == "moment0" else (1, 2))
 
 
@@ -561,7 +600,7 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "LIMIT":
         kern = limit_kernels()[case]
         udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
-        cube = case in ("moment0", "spectrum", "nanmoment16")
+        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap")
         shape = tuple(m["shape"]) if cube else (math.prod(m["shape"]),)
         return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
     if tool == "numpy-native":

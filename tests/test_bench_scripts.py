@@ -125,6 +125,20 @@ def test_limit_int16_moment_map_matches_astropy(tmp_path):
     assert ("nanmoment16", "numpy-rawint") in compare.NOT_APPLICABLE
 
 
+def test_limit_noise_map_matches_numpy(tmp_path):
+    # LIMIT's std(axis=0): sums shifted by the first plane, four planes per pass (7 planes:
+    # one pass and three more), float64 throughout; values offset so that unshifted sums
+    # of squares would lose digits
+    compare = _script("compare")
+    data = (1000 + np.random.default_rng(3).standard_normal((7, 8, 16))).astype(">f4")
+    u = data.view(np.uint32)
+    got = compare.limit_kernels()["stdmap"](u, {})
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, data.astype(np.float64).std(axis=0), rtol=1e-6)
+    assert compare.FILE_OF["stdmap"] == "cube"
+    assert ("stdmap", "numpy-rawint") in compare.NOT_APPLICABLE
+
+
 def test_mirror_order_gives_each_block_its_mirror_blocks_priority():
     import dask.array as da
     from dask.order import order
