@@ -11,12 +11,13 @@ subclass whose reductions and mixed results are plain arrays again). dask picks 
 concatenate function from the highest ``__array_priority__`` among the parts, so our hook
 (:mod:`dfits.array.concat`) sees these parts first; when the concatenation is about to be
 summed over exactly the concatenated axes (dask's own sum/mean/moment combine and aggregate
-steps, recognised by their code objects), it returns a :class:`PartialStack`, which keeps the parts apart, answers that sum by
-adding them into one array, and records the elementwise steps dask's moment combine takes
-before it (ufuncs, ``np.where``, ``[..., k]``, ``astype``) part by part when that equals the
-dense result; the sum then evaluates them tile by tile (:mod:`dfits.array.tiles`), so no step
-fills a fresh part-sized array. In every other case, and for anything else, the parts are
-concatenated as before, so results are plain ``numpy.ndarray`` and never this module's types.
+steps, recognised by their code objects), it returns a :class:`PartialStack`, which keeps
+the parts apart, answers that sum by adding them into one array, and records the elementwise
+steps dask's moment combine takes before it (ufuncs, ``np.where``, ``[..., k]``, ``astype``)
+part by part when that equals the dense result; the sum then evaluates them tile by tile
+(:mod:`dfits.array.tiles`), so no step fills a fresh part-sized array. In every other case,
+and for anything else, the parts are concatenated as before, so results are plain
+``numpy.ndarray`` and never this module's types.
 
 Elementwise steps among partials alone (``A + B`` of two combine sums, ``total / n``) stay
 partials, so that what a combine step returns is stacked again by the next level instead of
