@@ -58,24 +58,46 @@ def _finish(value: np.ndarray, dtype: Any, out: Any) -> Any:
 
 
 def _stats(x: StoredChunk, axes: tuple[int, ...], skipna: bool, need_m2: bool):
-    """Memoised ``(n, total, mean, M2)`` of a chunk (M2 None unless asked for)."""
+    """Memoised ``(n, total, mean, M2)`` of a chunk.
+
+    M2 is None unless asked for; with M2 the total is None until :func:`_total` needs it.
+    """
     key = (axes, skipna)
     memo = x._memo.get(key)
     if memo is not None and (memo[3] is not None or not need_m2):
         return memo
     if need_m2:
         n, mean, m2 = kernels.moments(x.u, x.spec, axes, skipna=skipna)
-        # in place, one map: a std map's chunk step otherwise spends more time filling
-        # fresh temporaries than in the kernel. NaN means (unskipped NaN) give NaN totals.
-        with np.errstate(invalid="ignore"):
-            total = np.asarray(np.multiply(mean, n))  # 0-d inputs give a scalar
-        total[n <= 0] = 0.0
-        memo = (n, total, mean, m2)
+        memo = (n, None, mean, m2)
     else:
         total, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
         memo = (n, total, None, None)
     x._memo[key] = memo
     return memo
+
+
+def _total(x: StoredChunk, axes: tuple[int, ...], skipna: bool, dtype: Any = None):
+    """The chunk's sums (float64, or float32 when ``dtype`` asks for it), memoised in float64.
+
+    After the moments kernel they are ``n · mean``, worked out once, straight into the
+    dtype dask asks for: a std map's chunk step otherwise fills a float64 map and then its
+    float32 cast. NaN means (unskipped NaN) give NaN totals; empty slices sum to 0.
+    """
+    n, total, mean, m2 = _stats(x, axes, skipna, need_m2=False)
+    if total is not None:
+        return total
+    narrow = dtype is not None and np.dtype(dtype) == np.float32
+    total = np.empty(np.shape(mean), np.float32 if narrow else np.float64)
+    with np.errstate(invalid="ignore"):
+        np.multiply(mean, n, out=total, casting="unsafe")
+    if not any(np.asarray(n).strides):  # one count everywhere (a broadcast, or 0-d)
+        if total.size and np.asarray(n).flat[0] <= 0:
+            total[...] = 0.0
+    else:
+        total[n <= 0] = 0.0
+    if not narrow:
+        x._memo[(axes, skipna)] = (n, total, mean, m2)
+    return total[()] if total.ndim == 0 else total
 
 
 def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
@@ -89,7 +111,7 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, skipna=False, **_):
         # VM page faults cost ~0.6 ms per fresh MiB, more than the arithmetic).
         value = kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=dtype, counts=False)[0]
     else:
-        value = _stats(x, axes, skipna, need_m2=False)[1]
+        value = _total(x, axes, skipna, dtype)
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
 
 
@@ -189,10 +211,10 @@ def _np_nanargmax(x, axis=None, out=None, keepdims=False, **_):
 
 def _moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind):
     axes = kernels.normalize_axis(axis, x.ndim)
-    n, total, _, m2 = _stats(x, axes, skipna, need_m2=kind != "mean")
+    n, _, _, m2 = _stats(x, axes, skipna, need_m2=kind != "mean")
     with np.errstate(invalid="ignore", divide="ignore"):
         if kind == "mean":
-            value = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+            value = np.where(n > 0, _total(x, axes, skipna) / np.maximum(n, 1), np.nan)
         else:
             value = m2 / np.maximum(n - ddof, 0)
             value = np.where(n - ddof > 0, value, np.nan)

@@ -302,19 +302,39 @@ def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:
 
 
 def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
-    """``(n, mean, M2)`` over ``axis``: counts (int64), means and squared deviations (float64)."""
+    """``(n, mean, M2)`` over ``axis``: counts (int64), means and squared deviations (float64).
+
+    Where nothing can be missing, or missing values are not skipped, every count is the
+    number of values reduced, and ``n`` comes back as a read-only broadcast of that number.
+    """
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
-    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
     if u.size == 0:
-        return tuple(outs)
+        return np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)
     rows, cols = moments_kernels(kind, skipna)
+    layout = layout_for(u, frozenset(axes))
+    if layout is not None and layout[0] == "cols" and not (skipna and kind.can_be_missing):
+        # a moment map: the kernel writes every mean and M2 (no fill pass first) and no
+        # counts, which are all the same: a map less of fresh memory per chunk
+        v = layout[1]
+        mean, m2 = np.empty(shape), np.empty(shape)
+        flat = (v.shape[0], v.shape[2])
+        cols(*_flat(v), scale, zero, blank, _NO_COUNTS, mean.reshape(flat), m2.reshape(flat))
+        count = np.int64(np.prod([u.shape[a] for a in axes], dtype=np.int64))
+        return np.broadcast_to(count, shape), mean, m2
+    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
 
     def call(form, v, outs_):
         (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
+        if form == "cols" and not (skipna and kind.can_be_missing):
+            outs_[0][...] = v.shape[1]  # counts the column kernel leaves to its caller
 
     return tuple(_run(u, axes, outs, call, combine_moments))
+
+
+#: the column moment kernel's ``out_n`` where it writes no counts
+_NO_COUNTS = np.empty((0, 0), np.int64)
 
 
 def weighted_sums(

@@ -273,6 +273,8 @@ def moments_kernels(kind: Kind, skipna: bool):
 
     @jit
     def cols(base, geo, scale, zero, blank, out_n, out_mean, out_m2):
+        # ``out_n`` is written only when values can be missing (``check``): otherwise every
+        # column counts ``nb`` and the caller says so without a map of counts.
         na, nb, nc, off, sa, sb = geo
         s = np.empty(TILE)
         q = np.empty(TILE)
@@ -284,7 +286,8 @@ def moments_kernels(kind: Kind, skipna: bool):
                 on = out_n[a, c0:c1]
                 om = out_mean[a, c0:c1]
                 oq = out_m2[a, c0:c1]
-                on[:] = 0
+                if check:
+                    on[:] = 0
                 om[:] = 0.0
                 oq[:] = 0.0
                 o0 = off + a * sa + c0
@@ -331,7 +334,7 @@ def moments_kernels(kind: Kind, skipna: bool):
                     # selects instead of a call per column so that the loop vectorises
                     for k in range(w):
                         ck = c[k] if check else rows_in
-                        n_a = on[k]
+                        n_a = on[k] if check else b0
                         n = n_a + ck
                         r = ck / n if ck > 0 else 0.0
                         delta = s[k] - om[k]
@@ -339,9 +342,10 @@ def moments_kernels(kind: Kind, skipna: bool):
                         m2 = oq[k] + q[k] + delta * delta * (n_a * r)
                         om[k] = mean if ck > 0 else om[k]
                         oq[k] = m2 if ck > 0 else oq[k]
-                        on[k] = n
+                        if check:
+                            on[k] = n
                 for k in range(w):
-                    if on[k] == 0:
+                    if (on[k] if check else nb) == 0:
                         om[k] = np.nan
                         oq[k] = np.nan
 
