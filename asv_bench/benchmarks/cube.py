@@ -1,13 +1,14 @@
-"""Cube science on a float32 (channel, y, x) cube: moment-0 and moment-1 maps and a spectrum.
+"""Cube science on a float32 (channel, y, x) cube: moment-0, moment-1 and noise maps, a spectrum.
 
 The spectral axis is ``v = CRVAL3 + CDELT3 * channel`` (km/s); moment 1 is the
-intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the spectrum sums
-every channel over y and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
+intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the noise map is the
+standard deviation over channels (``std(axis=0)``); the spectrum sums every channel over y
+and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
 (the one-pass weighted sums on chunks planned for the reduction, what ``.fits.moment()`` and
 ``dfits moment`` run; moment maps only), ``astropy-eager``
 (``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
 matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
-moment 0 and the spectrum; it has none for moment 1).
+moment 0, the noise map and the spectrum; it has none for moment 1).
 
 ``ScaledCubeMoment`` is the same moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
 (``np.nansum`` over the channels, BLANK pixels left out), as ``compare.py --cases nanmoment16``
@@ -24,7 +25,7 @@ import numpy as np
 from . import TINY, compare, image_bytes, image_file, prewarm, require
 
 TOOLS = ["dfits", "dfits-moment", "astropy-eager", "spectral-cube", "LIMIT"]
-OPS = ["moment0", "moment1", "spectrum"]
+OPS = ["moment0", "moment1", "stdmap", "spectrum"]
 CRVAL3, CDELT3 = -50.0, 0.5
 
 
@@ -56,6 +57,8 @@ def velocities(nchan: int) -> np.ndarray:
 def numpy_op(op: str, a: np.ndarray):
     if op == "spectrum":
         return a.sum(axis=(1, 2))
+    if op == "stdmap":
+        return a.std(axis=0)
     m0 = a.sum(axis=0)
     if op == "moment0":
         return m0
@@ -80,7 +83,7 @@ def build(tool: str, op: str, path: str, meta: dict):
     if tool == "LIMIT":
         if op == "moment1":
             raise NotImplementedError("compare.py has no LIMIT kernel for moment 1")
-        kernel = compare.limit_kernels()[op]
+        kernel = compare.limit_kernels()[op]  # stdmap: compare.py's case of that name
         shape = tuple(meta["shape"])
         return lambda: kernel(np.memmap(path, np.uint32, "r", meta["offset"], shape), meta)
     if tool == "dfits":
@@ -92,12 +95,14 @@ def build(tool: str, op: str, path: str, meta: dict):
                 return x.sum(axis=(1, 2)).compute()
             if op == "moment0":
                 return x.sum(axis=0).compute()
+            if op == "stdmap":
+                return x.std(axis=0).compute()
             v = velocities(x.shape[0]).astype(x.dtype)[:, None, None]
             return ((x * v).sum(axis=0) / x.sum(axis=0)).compute()
 
         return run
     if tool == "dfits-moment":
-        if op == "spectrum":
+        if op in ("spectrum", "stdmap"):
             raise NotImplementedError("moment maps only")
         import dfits
         from dfits.array import weighted_sums
@@ -121,6 +126,8 @@ def build(tool: str, op: str, path: str, meta: dict):
         cube = SpectralCube(data=fits.getdata(path, memmap=False), wcs=wcs)
         if op == "spectrum":
             return cube.sum(axis=(1, 2))
+        if op == "stdmap":
+            return cube.std(axis=0)
         return cube.moment0() if op == "moment0" else cube.moment1()
 
     return run_sc
