@@ -432,13 +432,18 @@ def limit_kernels() -> dict:
         for i in range(t1 - t0):
             out[t0 + i] = acc[i]
 
-    @par
-    def moment0(u):
-        p = u.reshape(u.shape[0], -1)
-        out = np.empty(p.shape[1], np.float32)
-        for t in prange((p.shape[1] + tile - 1) // tile):
-            plane_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
-        return out.reshape(u.shape[1:])
+    def over_tiles(tile_fn):  # a map through the planes of a float32 cube, tiles in parallel
+        @par
+        def run(u):
+            p = u.reshape(u.shape[0], -1)
+            out = np.empty(p.shape[1], np.float32)
+            for t in prange((p.shape[1] + tile - 1) // tile):
+                tile_fn(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
+            return out.reshape(u.shape[1:])
+
+        return run
+
+    moment0 = over_tiles(plane_tile)
 
     @ser
     def i2_plane_tile(p, t0, t1, blank, scale, zero, out):
@@ -504,13 +509,7 @@ def limit_kernels() -> dict:
             m = s1[i] / n
             out[t0 + i] = np.float32(math.sqrt(max(s2[i] / n - m * m, 0.0)))
 
-    @par
-    def stdmap(u):
-        p = u.reshape(u.shape[0], -1)
-        out = np.empty(p.shape[1], np.float32)
-        for t in prange((p.shape[1] + tile - 1) // tile):
-            std_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
-        return out.reshape(u.shape[1:])
+    stdmap = over_tiles(std_tile)
 
     @par
     def spectrum(u):
