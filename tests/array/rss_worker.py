@@ -37,6 +37,7 @@ def main() -> None:
         "std": lambda a: a.std(),
         "nanmax": da.nanmax,
         "mean0": lambda a: a.mean(axis=0),
+        "std0": lambda a: a.std(axis=0),
     }
     with dask.config.set(scheduler="threads", num_workers=2):
         funcs[op](x[:8]).compute()  # compile first: JIT memory is not what we measure

@@ -28,7 +28,7 @@ def big_image(tmp_path_factory):
     return str(path), rows, cols
 
 
-@pytest.mark.parametrize("op", ["sum", "nanmean", "std", "nanmax", "mean0"])
+@pytest.mark.parametrize("op", ["sum", "nanmean", "std", "nanmax", "mean0", "std0"])
 def test_peak_rss_is_bounded_by_chunks_not_file(big_image, op):
     path, rows, cols = big_image
     chunk_rows = 256  # 16 MiB chunks
