@@ -350,3 +350,28 @@ def test_constant_counts_take_no_memory(cube):
     np.testing.assert_allclose(
         x.mean(axis=0).compute(), data.astype(float).mean(axis=0), rtol=1e-5, equal_nan=True
     )
+
+
+def test_nan_aware_counts_reach_moment_chunk_without_copies(cube):
+    # nanvar's chunk step asks nannumel for a count map and casts it to int64: it gets the
+    # kernel's int64 counts read-only, and the cast is the same array, not two fresh maps
+    from dask.array.reductions import moment_chunk, nannumel
+
+    from dfits.array.build import ImageBlock
+
+    x, data = cube
+    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    chunk = block[3:6, :, :]  # holds the NaN at [4, 2, 3]
+    got = moment_chunk(chunk, sum=np.nansum, numel=nannumel, axis=(0,), keepdims=True)
+    n = got["n"]
+    assert n.dtype == np.int64
+    assert not n.flags.writeable
+    want_n = np.full((1, 8, 9), 3)
+    want_n[0, 2, 3] = 2
+    np.testing.assert_array_equal(n, want_n)
+    values = data[3:6].astype(np.float64)
+    np.testing.assert_allclose(got["total"], np.nansum(values, axis=0, keepdims=True), rtol=1e-6)
+    m2 = np.nanvar(values, axis=0, keepdims=True) * want_n
+    np.testing.assert_allclose(got["M"][..., 0], m2, rtol=1e-5, atol=1e-6)
+    # outside moment_chunk, nannumel keeps dask's float64 counts
+    assert nannumel(chunk, axis=(0,), keepdims=True).dtype == np.float64

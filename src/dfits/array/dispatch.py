@@ -336,7 +336,14 @@ def _count(x: StoredChunk, skipna: bool, **kwargs):
         if _called_from_moment_chunk():
             _stats(x, axes, skipna, need_m2=True)
         return _partial(_finish(np.broadcast_to(count, shape), None, None), keepdims, None)
-    n = _stats(x, axes, True, need_m2=_called_from_moment_chunk())[0]
+    moment = _called_from_moment_chunk()
+    n = _stats(x, axes, True, need_m2=moment)[0]
+    if moment and "dtype" not in kwargs:
+        # moment_chunk casts the count to int64 at once: hand over the kernel's int64 counts,
+        # read-only, so that the cast is a view (SumPartial.astype), not two fresh maps
+        n = np.asarray(n).view()
+        n.flags.writeable = False
+        return _partial(_shape_out(x, axes, keepdims, n), keepdims, None)
     return _partial(_finish(_shape_out(x, axes, keepdims, n), dtype, None), keepdims, None)
 
 

@@ -77,6 +77,10 @@ class SumPartial(np.ndarray):
             # broadcast again, not a fresh map per chunk. Read-only like the count itself.
             one = _first(self).astype(dtype, *args, **kwargs)
             return as_partial(np.broadcast_to(one.reshape(()), self.shape))
+        if np.dtype(dtype) == self.dtype and not self.flags.writeable:
+            # a read-only partial cast to its own dtype (the NaN-aware counts dask's
+            # moment_chunk casts to int64): nothing can write to either, so no copy
+            return self
         return super().astype(dtype, *args, **kwargs)
 
     def copy(self, order: str = "C") -> np.ndarray:  # type: ignore[override]
