@@ -94,6 +94,9 @@ def test_large_partials_cross_workers_as_plain_arrays(cluster, tmp_path):
     for expr, want in (
         (x.sum(axis=0), data.astype(float).sum(axis=0)),
         (da.nanmean(x, axis=0), np.nanmean(data.astype(float), axis=0)),
+        # noise maps: broadcast and read-only counts, tiled combine steps on either side
+        (x.std(axis=0), data.astype(float).std(axis=0)),
+        (da.nanvar(x, axis=0, ddof=1), np.nanvar(data.astype(float), axis=0, ddof=1)),
     ):
         got = client.compute(expr).result()
         assert type(got) is np.ndarray
