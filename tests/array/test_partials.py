@@ -40,8 +40,8 @@ def test_elementwise_steps_among_partials_stay_partials(monkeypatch):
     monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
     p = np.arange(12.0).reshape(1, 3, 4).view(SumPartial)
     q = (p * 2 + 1).view(SumPartial)
-    for out in (p + q, p / 2, np.sqrt(p), np.divide(p, q, dtype=np.float32)):
-        assert type(out) is SumPartial
+    for out in (p + q, p / q, p / 2, np.sqrt(p), np.divide(p, q, dtype=np.float32)):
+        assert type(out) is SumPartial  # a lazy quotient is for dask's moment_chunk only
     for out in (p + np.ones((1, 3, 4)), p + np.ones(4), p.sum(axis=1), p.copy()):
         assert type(out) is np.ndarray
     assert not isinstance(np.sum(p), np.ndarray)
@@ -307,6 +307,17 @@ def test_dask_combine_adds_partials_without_concatenating(cube, monkeypatch):
             assert not whole, "a combine step filled a whole part"
             assert type(got) is np.ndarray
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_higher_moments_materialise_the_lazy_centre(cube):
+    # order 3: the chunk's Σ(x - u)³ is no squared sum, so its lazy centre u = total / n is
+    # evaluated whole; dask's order-3 combine concatenates (values only here)
+    x, data = cube
+    values = data.astype(float)
+    want = np.mean((values - values.mean(axis=0)) ** 3, axis=0)
+    got = da.moment(x, 3, axis=0).compute()
+    assert type(got) is np.ndarray
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
 
 
 def test_user_blocks_of_partials_come_back_plain(cube):

@@ -13,6 +13,7 @@ kernel pass yields ``(n, mean, M2)`` and the later ``sum((x - mean) ** 2)`` is a
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from dfits import kernels
 from dfits.array.concat import concatenate_partials
 from dfits.array.partials import PartialStack, SumPartial, as_partial
 from dfits.array.stored import Deviation, StoredChunk
-from dfits.array.tiles import tile_slices
+from dfits.array.tiles import LazyPart, reshaped, tile_slices, value_at
 
 __all__ = ["HANDLED", "HANDLED_DEVIATION", "register_dask_hooks"]
 
@@ -262,9 +263,13 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
     x = d.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
     n, _, mean, m2 = _stats(x, axes, skipna, need_m2=True)
-    centre = np.asarray(d.centre)
-    if keepdims or centre.ndim == x.ndim:
-        centre = np.reshape(centre, mean.shape) if centre.size == mean.size else centre
+    centre = d.centre
+    if keepdims or np.ndim(centre) == x.ndim:
+        if isinstance(centre, LazyPart):
+            if math.prod(centre.shape) == np.size(mean):
+                centre = reshaped(centre, np.shape(mean))
+        elif np.size(centre) == np.size(mean):
+            centre = np.reshape(centre, np.shape(mean))
     value = _shifted_m2(n, mean, m2, centre, dtype)
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
 
@@ -277,11 +282,12 @@ def _shifted_m2(n, mean, m2, centre, dtype) -> np.ndarray:
     arithmetic. NaN means stay NaN; empty slices sum to 0.
     """
     value = np.empty(np.shape(mean), np.float64 if dtype is None else dtype)
-    centre = np.broadcast_to(centre, value.shape)
+    if not isinstance(centre, LazyPart):
+        centre = np.broadcast_to(centre, value.shape)
     counts = np.broadcast_to(n, value.shape)
     for tile in tile_slices(value.shape):
         with np.errstate(invalid="ignore"):
-            v = np.asarray(np.subtract(mean[tile], centre[tile], dtype=np.float64))
+            v = np.asarray(np.subtract(mean[tile], value_at(centre, tile), dtype=np.float64))
             np.multiply(v, v, out=v)
             np.multiply(v, counts[tile], out=v)
             np.add(v, m2[tile], out=v)

@@ -27,6 +27,7 @@ concatenated. Reductions, copies and anything mixed with plain arrays are plain 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,17 @@ class SumPartial(np.ndarray):
         if "out" in kwargs:
             kwargs["out"] = tuple(plain(o) for o in kwargs["out"])
             return getattr(ufunc, method)(*(plain(i) for i in inputs), **kwargs)
+        if (
+            ufunc is np.true_divide
+            and method == "__call__"
+            and not kwargs
+            and len(inputs) == 2
+            and all(isinstance(i, SumPartial) and i.shape == self.shape for i in inputs)
+            and _called_from_moment_chunk()
+        ):
+            # dask's moment_chunk: ``u = total / n`` is only the centre of ``A - u``, whose
+            # squared sum evaluates it tile by tile (dispatch._shifted_m2): no whole map
+            return LazyPart(_quiet_divide, [plain(inputs[0]), plain(inputs[1])], self.shape)
         out = getattr(ufunc, method)(*(plain(i) for i in inputs), **kwargs)
         if method == "__call__" and ufunc.nout == 1 and _partials_only(inputs, out):
             # ``Ms.sum() + sum(ns * d**2)`` in dask's moment combine: the combined M is a
@@ -90,6 +102,27 @@ class SumPartial(np.ndarray):
     def __reduce__(self):
         # a partial shipped to another worker arrives as a plain array (no stacking there)
         return self.view(np.ndarray).__reduce__()
+
+
+def _quiet_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # moment_chunk divides under errstate(divide/invalid="ignore"); a lazy quotient runs
+    # later, outside it, so it carries the same state (empty slices: 0/0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(a, b)
+
+
+@functools.cache
+def _moment_chunk_code() -> Any:
+    from dask.array import reductions
+
+    func = reductions.moment_chunk
+    return getattr(func, "__wrapped__", func).__code__
+
+
+def _called_from_moment_chunk() -> bool:
+    """True when the ufunc being answered was called by dask's ``moment_chunk`` itself."""
+    frame = sys._getframe(2)  # 0: here, 1: __array_ufunc__, 2: the operator's caller
+    return frame is not None and frame.f_code is _moment_chunk_code()
 
 
 def _partials_only(inputs: tuple[Any, ...], out: Any) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
+from dfits.array.tiles import LazyPart, materialize
 
 __all__ = ["Deviation", "StoredChunk"]
 
@@ -131,7 +132,8 @@ class StoredChunk:
             and inputs[0] is self
             and not isinstance(inputs[1], StoredChunk | Deviation)
         ):
-            return Deviation(self, np.asarray(inputs[1]))
+            centre = inputs[1]
+            return Deviation(self, centre if isinstance(centre, LazyPart) else np.asarray(centre))
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
     # arithmetic operators route through __array_ufunc__ like numpy's own
@@ -204,7 +206,7 @@ class Deviation:
 
     def materialize(self) -> np.ndarray:
         """The deviation as a plain array (the slow path, for anything but a squared sum)."""
-        return (self.chunk.decode() - self.centre) ** self.power
+        return (self.chunk.decode() - materialize(self.centre)) ** self.power
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.materialize()

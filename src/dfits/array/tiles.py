@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TILE_ITEMS", "LazyPart", "materialize", "tile_slices", "value_at"]
+__all__ = ["TILE_ITEMS", "LazyPart", "materialize", "reshaped", "tile_slices", "value_at"]
 
 #: Items per tile: 256 KiB of float64, a few of which stay in L2 while a tile's steps run.
 #: Fewer items mean more Python calls per part (each step is one numpy call per tile).
@@ -75,6 +75,18 @@ def _arg(arg: Any, shape: tuple[int, ...], index: tuple[slice, ...] | None) -> A
         # whole parts and scalars go in as they are: the function broadcasts them itself
         return arg
     return np.broadcast_to(arg, shape)[index]
+
+
+def reshaped(part: LazyPart, shape: tuple[int, ...]) -> LazyPart:
+    """The same elementwise step over arguments reshaped to ``shape`` (same size, views)."""
+    size = math.prod(shape)
+    args = [
+        reshaped(a, shape)
+        if isinstance(a, LazyPart)
+        else (np.reshape(a, shape) if np.ndim(a) and np.size(a) == size else a)
+        for a in part.args
+    ]
+    return LazyPart(part.func, args, tuple(shape))
 
 
 def materialize(part: Any) -> Any:
