@@ -79,3 +79,16 @@ def test_lazy_dtype_is_numpy_promotion(dtype):
     assert part.dtype == (a * np.float32(2)).dtype
     half = LazyPart(np.true_divide, [a, 2], a.shape)
     assert half.dtype == (a / 2).dtype
+
+
+def test_lazy_operands_of_another_shape_broadcast():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((1, 6, 5))
+    row = LazyPart(np.negative, [rng.standard_normal((1, 1, 5))], (1, 1, 5))
+    part = LazyPart(np.add, [a, row], a.shape)
+    want = a + materialize(row)
+    got = np.empty_like(want)
+    for tile in tile_slices(part.shape, 7):
+        got[tile] = value_at(part, tile)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(materialize(part), want)

@@ -70,7 +70,10 @@ class LazyPart:
 
 def _arg(arg: Any, shape: tuple[int, ...], index: tuple[slice, ...] | None) -> Any:
     if isinstance(arg, LazyPart):
-        return arg.evaluate(index)
+        if index is None or arg.shape == shape:
+            return arg.evaluate(index)
+        # an operand of another shape (it broadcasts): whole, then sliced like an array
+        arg = arg.evaluate()
     if index is None or np.ndim(arg) == 0:
         # whole parts and scalars go in as they are: the function broadcasts them itself
         return arg
