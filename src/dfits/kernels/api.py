@@ -320,7 +320,10 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
         v = layout[1]
         mean, m2 = np.empty(shape), np.empty(shape)
         flat = (v.shape[0], v.shape[2])
-        cols(*_flat(v), scale, zero, blank, _NO_COUNTS, mean.reshape(flat), m2.reshape(flat))
+        # no counts: an empty row per kept row, so the kernel's ``out_n[a, c0:c1]`` stays
+        # an in-bounds (empty) slice, bounds checking on or off
+        no_counts = np.empty((v.shape[0], 0), np.int64)
+        cols(*_flat(v), scale, zero, blank, no_counts, mean.reshape(flat), m2.reshape(flat))
         count = np.int64(np.prod([u.shape[a] for a in axes], dtype=np.int64))
         return np.broadcast_to(count, shape), mean, m2
     outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
@@ -331,10 +334,6 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
             outs_[0][...] = v.shape[1]  # counts the column kernel leaves to its caller
 
     return tuple(_run(u, axes, outs, call, combine_moments))
-
-
-#: the column moment kernel's ``out_n`` where it writes no counts
-_NO_COUNTS = np.empty((0, 0), np.int64)
 
 
 def weighted_sums(
