@@ -31,6 +31,8 @@ def views(raw):
         "strided": raw[:, ::2, 1:],
         "reversed": raw[::-1, :, ::-3],
         "readonly": ro,
+        # a box inside the cube: no two axes merge, whatever is reduced
+        "cutout": raw[1:4, 1:5, 2:8],
     }
 
 
@@ -44,7 +46,7 @@ def test_decode_matches_oracle(spec, rng, layout):
 
 
 @pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed", "cutout"])
 def test_sums_and_moments_match_oracle(spec, rng, axis, layout):
     raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
     u = uview(raw)
@@ -119,6 +121,38 @@ def test_extrema_match_oracle(spec, rng, axis):
             with np.errstate(all="ignore"):
                 ref = (np.nanargmax if want_max else np.nanargmin)(phys, axis=axis)
             np.testing.assert_array_equal(idx, ref)
+
+
+def _flat(phys, axis):
+    """``phys`` with the reduced axes (any tuple) flattened last, in C order."""
+    axes = tuple(range(phys.ndim)) if axis is None else tuple(np.atleast_1d(axis) % phys.ndim)
+    moved = np.moveaxis(phys, axes, tuple(range(-len(axes), 0)))
+    return moved.reshape(*moved.shape[: phys.ndim - len(axes)], -1)
+
+
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", ["strided", "cutout"])
+def test_extrema_indices_on_views(spec, rng, axis, layout):
+    # views that split into parts: indices are flat over the reduced axes, in C order,
+    # of the first extreme valid value and of the first missing one
+    raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
+    flat = _flat(oracle.decode(raw, spec), axis)
+    missing = np.isnan(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+    first_nan = np.where(missing.any(axis=-1), missing.argmax(axis=-1), -1)
+    for want_max in (False, True):
+        val, idx, nan_idx = kernels.extrema(uview(raw), spec, axis, want_max=want_max)
+        np.testing.assert_array_equal(nan_idx, first_nan)
+        valid = ~missing.all(axis=-1)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            # integers with nothing missing are compared as they are (int64 loses in floats)
+            pick = flat
+            if missing.any():
+                pick = np.where(missing, -np.inf if want_max else np.inf, flat)
+            want_idx = (np.argmax if want_max else np.argmin)(pick, axis=-1)
+        np.testing.assert_array_equal(idx, np.where(valid, want_idx, -1))
+        want_val = np.take_along_axis(flat, np.expand_dims(want_idx, -1), -1)[..., 0]
+        np.testing.assert_array_equal(np.asarray(val)[valid], want_val[valid])
 
 
 def test_integer_sum_is_exact(spec, rng):

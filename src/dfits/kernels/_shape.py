@@ -3,8 +3,10 @@
 Adjacent axes that are both kept or both reduced, and whose strides chain, merge into one
 (numpy's axis coalescing). A C-ordered chunk reduced over leading axes becomes ``cols``
 ``(1, R, K)``; over trailing axes ``rows`` ``(K, R)``; over a middle block ``cols (K, R, K)``.
-Anything else (a strided slice, or reduced axes on both sides of a kept one) returns None and
-the caller splits along the first axis.
+A reduced outer axis before two kept groups that do not merge (a moment map of a cut-out)
+is also ``cols``, with the reduced group moved to the middle. Anything else (reduced axes on
+both sides of a kept one, reduced groups that do not merge) returns None and the caller
+splits the view.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ def layout_for(u, reduced: frozenset[int]):
         return "cols", as_strided(u, (1, r, k), (r * rs, rs, ks))
     if flags == [0, 1, 0]:
         (k0, s0, _), (r, rs, _), (k1, s1, _) = groups
+        return "cols", as_strided(u, (k0, r, k1), (s0, rs, s1))
+    if flags == [1, 0, 0]:
+        # reduced outer axis, two kept groups that do not merge (a moment map of a cut-out):
+        # the column kernel takes any strides, so the reduced group goes in the middle
+        (r, rs, _), (k0, s0, _), (k1, s1, _) = groups
         return "cols", as_strided(u, (k0, r, k1), (s0, rs, s1))
     return None
 

@@ -168,8 +168,14 @@ def _run(
     outs: list[np.ndarray],
     call: Callable[[str, np.ndarray, list[np.ndarray]], None],
     combine: Callable[[list[list[np.ndarray]], int], list[np.ndarray]],
+    fold: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
 ) -> list[np.ndarray]:
-    """Run a kernel over ``u`` into ``outs`` (shaped as the kept axes), splitting if needed."""
+    """Run a kernel over ``u`` into ``outs`` (shaped as the kept axes), splitting if needed.
+
+    ``fold``, for sums, reduces the last axis of outputs computed with that axis kept: a
+    view whose reduced groups do not merge (a cut-out's spectrum) then takes one column
+    kernel call and a small numpy sum instead of one call per row.
+    """
     layout = layout_for(u, frozenset(axes))
     if layout is not None:
         form, v = layout
@@ -178,20 +184,58 @@ def _run(
         else:
             call(form, v, [o.reshape(v.shape[0], v.shape[2]) for o in outs])
         return outs
-    # Awkward layout: split along axis 0 and recurse on views (never a copy of the data).
-    sub_axes = tuple(a - 1 for a in axes if a > 0)
+    last = u.ndim - 1
+    if fold is not None and axes and axes[-1] == last:
+        inner = layout_for(u, frozenset(axes[:-1]))  # the last axis kept for now
+        if inner is not None:
+            form, v = inner
+            part = [np.zeros((*o.shape, u.shape[last]), o.dtype) for o in outs]
+            call(form, v, [p.reshape(v.shape[0], v.shape[2]) for p in part])
+            for o, res in zip(outs, fold(part), strict=True):
+                o[...] = res
+            return outs
+    # Awkward layout: split along one axis and recurse on views (never a copy of the data).
+    split = _split_axis(u, axes)
+    sub_axes = tuple(a - (a > split) for a in axes if a != split)
+    kept_shape = _kept_shape(u[(slice(None),) * split + (0,)], sub_axes)
     parts = []
-    for i in range(u.shape[0]):
-        sub = [np.zeros(o.shape[1:] if 0 not in axes else o.shape, o.dtype) for o in outs]
-        parts.append(_run(u[i], sub_axes, sub, call, combine))
-    if 0 not in axes:
+    for i in range(u.shape[split]):
+        sub = [np.zeros(kept_shape, o.dtype) for o in outs]
+        parts.append(_run(u[(slice(None),) * split + (i,)], sub_axes, sub, call, combine, fold))
+    if split not in axes:
+        at = sum(1 for a in range(split) if a not in axes)  # its place among the kept axes
         for k, o in enumerate(outs):
-            o[...] = np.stack([p[k] for p in parts])
+            o[...] = np.stack([p[k] for p in parts], axis=at)
         return outs
-    sub_size = int(np.prod([u.shape[a] for a in axes if a > 0]))
+    # ``split`` is the first reduced axis: the parts are consecutive slabs of the reduced
+    # values in C order, ``sub_size`` values each (what extrema need for their flat indices)
+    sub_size = int(np.prod([u.shape[a] for a in axes if a > split]))
     for k, res in enumerate(combine(parts, sub_size)):
         outs[k][...] = res
     return outs
+
+
+def _fold_sums(parts: list[np.ndarray]) -> list[np.ndarray]:
+    """Sums (and counts) over the last axis, in the dtype they were accumulated in."""
+    return [p.sum(axis=-1, dtype=p.dtype) for p in parts]
+
+
+def _split_axis(u: np.ndarray, axes: tuple[int, ...]) -> int:
+    """The axis to split an awkward view along: the fewest parts that each fit a kernel.
+
+    Candidates are the kept axes and the first reduced one (whose parts stay in C order of
+    the reduced values). Splitting a cut-out's spectrum ``(C, Y, X)`` over ``(1, 2)`` along
+    ``Y`` takes ``Y`` kernel calls where splitting along ``C`` and then ``Y`` took ``C·Y``
+    (8 ms against 250 ms for 256 planes of a 100 × 100 cut-out). None fitting: axis 0.
+    """
+    candidates = [a for a in range(u.ndim) if a not in axes] + ([axes[0]] if axes else [])
+    best = None
+    for a in candidates:
+        sub_axes = frozenset(b - (b > a) for b in axes if b != a)
+        fits = layout_for(u[(slice(None),) * a + (0,)], sub_axes) is not None
+        if fits and (best is None or u.shape[a] < u.shape[best]):
+            best = a
+    return 0 if best is None else best
 
 
 def sum_count(
@@ -243,7 +287,7 @@ def sum_count(
     def combine(parts, _):
         return [np.sum([p[k] for p in parts], axis=0) for k in range(len(outs))]
 
-    res = _run(u, axes, outs, call, combine)
+    res = _run(u, axes, outs, call, combine, _fold_sums)
     if counted:
         return res[0], res[1]
     return res[0], np.broadcast_to(np.int64(np.prod([u.shape[a] for a in axes])), shape)
@@ -275,7 +319,7 @@ def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, co
     def combine(parts, _):
         return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
 
-    total, n = _run(u, axes, [total, n], call, combine)
+    total, n = _run(u, axes, [total, n], call, combine, _fold_sums)
     if skipna:
         return total, (n if with_n else None)
     n_all = int(np.prod([u.shape[a] for a in axes]))
@@ -298,7 +342,7 @@ def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:
     def combine(parts, _):
         return [np.sum([p[0] for p in parts], axis=0, dtype=acc)]
 
-    return _run(u, axes, [out], call, combine)[0]
+    return _run(u, axes, [out], call, combine, _fold_sums)[0]
 
 
 def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
@@ -333,7 +377,7 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
         if form == "cols" and not (skipna and kind.can_be_missing):
             outs_[0][...] = v.shape[1]  # counts the column kernel leaves to its caller
 
-    return tuple(_run(u, axes, outs, call, combine_moments))
+    return tuple(_run(u, axes, outs, call, combine_moments, _fold_moments))
 
 
 def weighted_sums(
@@ -360,6 +404,19 @@ def weighted_sums(
         base, geo = _flat(v)
         weighted_kernels(kind)(base, geo, w, scale, zero, blank, thr, out)
     return out.reshape((3, *_kept_shape(u, (ax,))))
+
+
+def _fold_moments(parts: list[np.ndarray]) -> list[np.ndarray]:
+    """``(n, mean, M2)`` over the last axis: the pooled mean, and M2 about it (Chan et al.)."""
+    n, mean, m2 = parts
+    tot = n.sum(axis=-1)
+    has = n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(has, n * mean, 0.0).sum(axis=-1) / tot
+        delta = np.where(has, mean - pooled[..., None], 0.0)
+        spread = np.where(has, m2 + n * delta * delta, 0.0).sum(axis=-1)
+    empty = tot == 0
+    return [tot, np.where(empty, np.nan, pooled), np.where(empty, np.nan, spread)]
 
 
 def combine_moments(parts, _sub_size: int = 0):
@@ -420,7 +477,11 @@ def extrema(
             return [val, sum(p[1] for p in parts), sum(p[2] for p in parts)]
         return _combine_extrema(parts, want_max, sub_size)
 
-    return tuple(_run(u, axes, outs, call, combine))
+    def fold(parts):  # values and counts only: indices need C order across the parts
+        pick = np.fmax if want_max else np.fmin
+        return [pick.reduce(parts[0], axis=-1), parts[1].sum(-1), parts[2].sum(-1)]
+
+    return tuple(_run(u, axes, outs, call, combine, None if with_index else fold))
 
 
 def _identity(dtype: np.dtype, want_max: bool):
