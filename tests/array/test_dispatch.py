@@ -75,6 +75,27 @@ REDUCTIONS = {
         lambda x: x[::2, 1:, ::3].sum(axis=1),
         lambda a: a[::2, 1:, ::3].astype(float).sum(axis=1),
     ),
+    # a box inside the cube: its spectrum, moment map, noise and peaks
+    "cutout-spectrum": (
+        lambda x: x[:, 4:20, 5:33].mean(axis=(1, 2)),
+        lambda a: a[:, 4:20, 5:33].astype(float).mean(axis=(1, 2)),
+    ),
+    "cutout-moment0": (
+        lambda x: da.nansum(x[:, 4:20, 5:33], axis=0),
+        lambda a: np.nansum(a[:, 4:20, 5:33], axis=0, dtype=float),
+    ),
+    "cutout-nanstd": (
+        lambda x: da.nanstd(x[:, 4:20, 5:33], axis=(1, 2)),
+        lambda a: np.nanstd(a[:, 4:20, 5:33].astype(float), axis=(1, 2)),
+    ),
+    "cutout-nanmax": (
+        lambda x: da.nanmax(x[:, 4:20, 5:33], axis=(1, 2)),
+        lambda a: np.nanmax(a[:, 4:20, 5:33], axis=(1, 2)),
+    ),
+    "cutout-argmin-axis0": (
+        lambda x: x[:, 4:20, 5:33].argmin(axis=0),
+        lambda a: np.argmin(a[:, 4:20, 5:33], axis=0),
+    ),
 }
 
 
