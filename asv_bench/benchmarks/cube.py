@@ -10,7 +10,10 @@ and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
 matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
 moment 0, the noise map and the spectrum; it has none for moment 1).
 
-``ScaledCubeMoment`` is the same moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
+``CubeCutout`` runs a spectrum, a moment-0 map, a noise spectrum and a peak spectrum of a
+box inside the same cube (dfits, astropy-memmap, astropy-eager).
+
+``ScaledCubeMoment`` is the moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
 (``np.nansum`` over the channels, BLANK pixels left out), as ``compare.py --cases nanmoment16``
 runs it: dfits against astropy's and fitsio's scaled reads and compare.py's ``LIMIT``, which
 sums int32 tiles through the planes and scales each pixel once.
@@ -205,4 +208,77 @@ class ScaledCubeMoment:
         return self.run()
 
     def peakmem_moment0(self, files, tool):
+        return self.run()
+
+
+CUTOUT_TOOLS = ["dfits", "astropy-memmap", "astropy-eager"]
+CUTOUT_OPS = ["spectrum", "moment0", "stdspec", "peakspec"]
+
+
+def cutout(shape: list[int]) -> tuple[slice, ...]:
+    """A box of an eighth of each spatial axis (at least 2 pixels), a quarter in from the corner."""
+    _, ny, nx = shape
+    by, bx = max(2, ny // 8), max(2, nx // 8)
+    return (slice(None), slice(ny // 4, ny // 4 + by), slice(nx // 4, nx // 4 + bx))
+
+
+def cutout_op(op: str, box):
+    """``op`` over a cut-out ``box`` of any array type with numpy's reduction methods."""
+    if op == "spectrum":
+        return box.mean(axis=(1, 2))
+    if op == "moment0":
+        return box.sum(axis=0)
+    if op == "stdspec":
+        return box.std(axis=(1, 2))
+    return box.max(axis=(1, 2))
+
+
+class CubeCutout:
+    """Reductions of a box inside the float32 cube: what a notebook does with a region.
+
+    The box (an eighth of y and of x through every channel) is a strided view in every
+    chunk: its rows are not adjacent in the file. ``astropy-memmap`` slices the box out of
+    astropy's memory map and reduces it with numpy; it reads only the box's pages.
+    """
+
+    params: ClassVar[list] = [CUTOUT_TOOLS, CUTOUT_OPS]
+    param_names: ClassVar[list] = ["tool", "op"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        return cube_files("cube", -32)
+
+    setup_cache.timeout = 1200
+
+    def setup(self, files, tool, op):
+        path, meta, warm, warm_meta = files
+        self.build(tool, op, warm, warm_meta)()
+        self.run = self.build(tool, op, path, meta)
+        prewarm(path)
+
+    @staticmethod
+    def build(tool: str, op: str, path: str, meta: dict):
+        box = cutout(meta["shape"])
+        if tool == "dfits":
+            import dfits
+
+            return lambda: cutout_op(op, dfits.open(path)[0].data[box]).compute()
+        from astropy.io import fits
+
+        if tool == "astropy-eager":
+            return lambda: np.asarray(cutout_op(op, fits.getdata(path, memmap=False)[box]))
+
+        def run_memmap():
+            with fits.open(path) as hl:
+                return np.asarray(cutout_op(op, hl[0].data[box]))
+
+        return run_memmap
+
+    def time_cutout(self, files, tool, op):
+        return self.run()
+
+    def peakmem_cutout(self, files, tool, op):
         return self.run()
