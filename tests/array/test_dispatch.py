@@ -210,6 +210,37 @@ def test_names_are_deterministic(case):
     assert x.name.startswith("test-")
 
 
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reductions_after_a_widening_astype_stay_fused(case, no_decode, name):
+    # ``x.astype(np.float64).sum()``: the cast is exact, so it stays on the stored bytes
+    x, ref = case
+    lazy, oracle = REDUCTIONS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = lazy(x.astype(np.float64)).compute()
+        want = oracle(ref.astype(np.float64))
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-6, equal_nan=True)
+
+
+def test_astype_values_and_narrowing_casts(case):
+    x, ref = case
+    wide = x.astype(np.float64)
+    assert wide.dtype == np.float64
+    got = wide.compute()
+    assert type(got) is np.ndarray
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, ref.astype(np.float64))
+    # a cast that is not exact decodes and lets numpy cast, as for any other array
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for dtype in (np.int8, np.float16):
+            np.testing.assert_array_equal(x.astype(dtype).compute(), ref.astype(dtype))
+        np.testing.assert_array_equal(
+            x.astype(np.int8).sum(axis=0).compute(), ref.astype(np.int8).sum(axis=0)
+        )
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -6,7 +6,8 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-
 * numpy reductions that dask calls per chunk (``np.sum``, ``np.nanmax``, ``np.argmin``, ...)
   reach :mod:`dfits.array.dispatch` through ``__array_function__`` and run a fused kernel on
   the stored bits — no native copy of the chunk is ever made;
-* basic slicing returns another stored chunk (still no copy);
+* basic slicing returns another stored chunk (still no copy), and so does an exact widening
+  ``astype`` (``x.astype(np.float64)`` before a reduction);
 * anything else (ufuncs, ``np.asarray``, fancy indexing, ``.copy()``) decodes once with the
   Numba decode kernel and carries on as a plain native ``numpy.ndarray``.
 
@@ -17,6 +18,7 @@ a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -92,7 +94,27 @@ class StoredChunk:
         # dask's ``finalize`` calls ``.copy()`` on a single-chunk result: hand back numpy.
         return self.decode()
 
-    def astype(self, dtype: Any, **kwargs: Any) -> np.ndarray:
+    def astype(self, dtype: Any, **kwargs: Any) -> Any:
+        """A stored chunk with wider physical values, or decoded values cast to ``dtype``.
+
+        ``x.astype(np.float64).sum()`` is a common way to ask for float64 accumulation.
+        Where every physical value converts exactly (float32 or an integer of up to 32 bits
+        to float64, say) the cast stays a stored chunk, so the reduction after it still
+        runs on the stored bytes: kernels compute each value as before and store extrema
+        and decoded values in the new dtype.
+        """
+        target = np.dtype(dtype)
+        physical = self.spec.physical
+        if target == physical and not kwargs.get("copy", True):
+            return self
+        if (
+            target.kind == "f"
+            and target.itemsize in (4, 8)
+            and np.can_cast(physical, target, "safe")
+            and kwargs.get("order", "K") in ("K", "A", "C")
+            and kwargs.get("subok", True)
+        ):
+            return StoredChunk(self._u, replace(self.spec, physical=target), self._pending)
         return self.decode().astype(dtype, **kwargs)
 
     def __getitem__(self, index: Any) -> Any:

@@ -97,7 +97,7 @@ def _encoding(bitpix: int, mode: str, bscale: float, bzero: float, blank: Any):
 
 def is_integer_kind(spec: Spec) -> bool:
     """True when physical values are integers that can never be missing."""
-    return spec.bitpix > 0 and spec.mode in ("raw", "offset")
+    return spec.bitpix > 0 and spec.mode in ("raw", "offset") and spec.physical.kind in "iu"
 
 
 def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarray:
