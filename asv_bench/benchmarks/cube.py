@@ -11,7 +11,8 @@ matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kern
 moment 0, the noise map and the spectrum; it has none for moment 1).
 
 ``CubeCutout`` runs a spectrum, a moment-0 map, a noise spectrum and a peak spectrum of a
-box inside the same cube (dfits, astropy-memmap, astropy-eager).
+box inside the same cube; ``CubeWidened`` runs moment-0, the mean and the noise map after
+``astype(np.float64)``. Both time dfits, astropy-memmap and astropy-eager.
 
 ``ScaledCubeMoment`` is the moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
 (``np.nansum`` over the channels, BLANK pixels left out), as ``compare.py --cases nanmoment16``
@@ -281,4 +282,66 @@ class CubeCutout:
         return self.run()
 
     def peakmem_cutout(self, files, tool, op):
+        return self.run()
+
+
+WIDEN_TOOLS = ["dfits", "astropy-memmap", "astropy-eager"]
+WIDEN_OPS = ["moment0", "mean", "stdmap"]
+
+
+def widened_op(op: str, x):
+    """``op`` after ``astype(np.float64)``, the usual way to ask for float64 sums."""
+    wide = x.astype(np.float64)
+    if op == "moment0":
+        return wide.sum(axis=0)
+    return wide.mean() if op == "mean" else wide.std(axis=0)
+
+
+class CubeWidened:
+    """Reductions of the float32 cube after ``astype(np.float64)``.
+
+    For dfits the cast is exact, so it keeps every chunk stored and the reduction after it
+    runs on the stored bytes as without the cast; astropy's arrays are cast to a float64
+    copy of the cube first, as numpy must.
+    """
+
+    params: ClassVar[list] = [WIDEN_TOOLS, WIDEN_OPS]
+    param_names: ClassVar[list] = ["tool", "op"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        return cube_files("cube", -32)
+
+    setup_cache.timeout = 1200
+
+    def setup(self, files, tool, op):
+        path, _, warm, _ = files
+        self.build(tool, op, warm)()
+        self.run = self.build(tool, op, path)
+        prewarm(path)
+
+    @staticmethod
+    def build(tool: str, op: str, path: str):
+        if tool == "dfits":
+            import dfits
+
+            return lambda: widened_op(op, dfits.open(path)[0].data).compute()
+        from astropy.io import fits
+
+        if tool == "astropy-eager":
+            return lambda: np.asarray(widened_op(op, fits.getdata(path, memmap=False)))
+
+        def run_memmap():
+            with fits.open(path) as hl:
+                return np.asarray(widened_op(op, hl[0].data))
+
+        return run_memmap
+
+    def time_widened(self, files, tool, op):
+        return self.run()
+
+    def peakmem_widened(self, files, tool, op):
         return self.run()
