@@ -355,15 +355,30 @@ def _count(x: StoredChunk, skipna: bool, **kwargs):
 
 def register_dask_hooks() -> None:
     """Register stored chunks with dask's dispatch tables (idempotent)."""
-    from dask.array.dispatch import concatenate_lookup, nannumel_lookup, numel_lookup
+    from dask.array.dispatch import (
+        concatenate_lookup,
+        nannumel_lookup,
+        numel_lookup,
+        percentile_lookup,
+        to_numpy_dispatch,
+    )
 
     numel_lookup.register(StoredChunk, lambda x, **kw: _count(x, False, **kw))
     nannumel_lookup.register(StoredChunk, lambda x, **kw: _count(x, True, **kw))
     concatenate_lookup.register(StoredChunk, _concatenate_chunks)
+    # quantiles need the values sorted: numpy's, on the decoded chunk
+    percentile_lookup.register(
+        StoredChunk, lambda a, q, *args, **kw: percentile_lookup(a.decode(), q, *args, **kw)
+    )
+    to_numpy_dispatch.register(StoredChunk, lambda x, **kw: x.decode())
     concatenate_lookup.register(SumPartial, concatenate_partials)
     concatenate_lookup.register(PartialStack, concatenate_partials)
 
 
 def _concatenate_chunks(arrays, axis=0, out=None):
+    arrays = list(arrays)
+    if len(arrays) == 1 and out is None and isinstance(arrays[0], StoredChunk):
+        # one block (map_blocks with drop_axis "concatenates" single blocks): keep it stored
+        return arrays[0]
     decoded = [a.decode() if isinstance(a, StoredChunk) else np.asarray(a) for a in arrays]
     return np.concatenate(decoded, axis=axis, out=out)

@@ -17,6 +17,7 @@ a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from typing import Any
@@ -209,6 +210,71 @@ class StoredChunk:
         return np.greater_equal(self.decode(), _materialize(other))
 
     __hash__ = None  # type: ignore[assignment]
+
+    # -- the rest of ndarray's surface, for functions given to ``map_blocks`` --------------
+    @property
+    def itemsize(self) -> int:
+        return self.spec.physical.itemsize
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        """A stored chunk of another shape (dask's ``reshape``, ``ravel`` and masks use it).
+
+        numpy reshapes the stored view in place where it can and copies the stored values
+        (not decoded ones) where it cannot.
+        """
+        if len(shape) == 1 and not isinstance(shape[0], int | np.integer):
+            shape = tuple(shape[0])
+        if order not in ("C", "A"):
+            return self.decode().reshape(shape, order=order)
+        return StoredChunk(self.u.reshape(shape), self.spec)
+
+    def ravel(self, order: str = "C") -> Any:
+        return self.reshape(-1, order=order)
+
+    def transpose(self, *axes: Any) -> StoredChunk:
+        return StoredChunk(self.u.transpose(*axes), self.spec)
+
+    @property
+    def T(self) -> StoredChunk:
+        return self.transpose()
+
+    def squeeze(self, axis: Any = None) -> StoredChunk:
+        return StoredChunk(self.u.squeeze(axis), self.spec)
+
+    def swapaxes(self, axis1: int, axis2: int) -> StoredChunk:
+        return StoredChunk(self.u.swapaxes(axis1, axis2), self.spec)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reductions go through numpy's functions (fused where dfits has a kernel); the
+        # other listed ndarray methods act on the decoded values. Anything else is missing,
+        # as before: dask, numpy and pickle probe names (``flags.owndata`` after a slice,
+        # ``__array_interface__``) and must neither decode nor find an answer.
+        if name in _REDUCTIONS:
+            return functools.partial(getattr(np, name), self)
+        if name in _DECODED:
+            return getattr(self.decode(), name)
+        if name in _MUTATORS:
+            raise TypeError(
+                f"stored chunks are read-only: {name}() would change a decoded copy; "
+                "call np.array(chunk) first"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+# ndarray methods that are numpy functions of the same name: they reach the fused kernels
+_REDUCTIONS = frozenset(
+    {"all", "any", "argmax", "argmin", "cumprod", "cumsum", "max", "mean", "min", "prod"}
+    | {"ptp", "std", "sum", "var"}
+)
+# ndarray methods that act on the decoded values (what functions given to map_blocks use)
+_DECODED = frozenset(
+    {"argsort", "choose", "clip", "compress", "conj", "conjugate", "diagonal", "dot"}
+    | {"flatten", "imag", "item", "nonzero", "real", "repeat", "round", "searchsorted"}
+    | {"take", "tobytes", "tolist", "trace"}
+)
+_MUTATORS = frozenset(
+    {"fill", "itemset", "partition", "put", "resize", "setfield", "setflags", "sort"}
+)
 
 
 class Deviation:
