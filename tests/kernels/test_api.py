@@ -135,21 +135,49 @@ def _flat(phys, axis):
 def test_extrema_indices_on_views(spec, rng, axis, layout):
     # views that split into parts: indices are flat over the reduced axes, in C order,
     # of the first extreme valid value and of the first missing one
-    raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
+    _check_extrema(views(make_stored(spec, (5, 7, 9), rng))[layout], spec, axis)
+
+
+@pytest.mark.parametrize("axis", [0, 1, (0, 1)], ids=str)
+def test_extrema_of_columns_at_the_identity(spec, rng, axis):
+    # the column kernel starts from the comparison's identity (±inf, an integer type's
+    # end): columns whose valid values all equal it, or that have none, still get numpy's
+    # answer
+    raw = make_stored(spec, (6, 4, 5), rng)
+    for want_max in (False, True):
+        ident = kernels.api._identity(spec.physical, want_max)
+        if spec.mode == "scaled" and spec.bitpix > 0:
+            stored = None  # scaled integers never reach ±inf
+        elif spec.mode == "offset":
+            stored = np.array(int(ident) - int(spec.bzero)).astype(spec.stored)
+        else:
+            stored = np.array(ident).astype(spec.stored)
+        case = raw.copy()
+        if stored is not None:
+            case[:, 0, 1] = stored
+            case[2:, 1, 2] = stored
+        if spec.bitpix < 0:
+            case[:, 2, 3] = np.nan
+            case[:3, 1, 2] = np.nan
+        elif spec.blank is not None:
+            case[:, 2, 3] = spec.blank
+        _check_extrema(case, spec, axis, (want_max,))
+
+
+def _check_extrema(raw, spec, axis, maxes=(False, True)):
+    """``kernels.extrema`` of ``raw`` against numpy's first-occurrence rules."""
     flat = _flat(oracle.decode(raw, spec), axis)
     missing = np.isnan(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
     first_nan = np.where(missing.any(axis=-1), missing.argmax(axis=-1), -1)
-    for want_max in (False, True):
+    for want_max in maxes:
         val, idx, nan_idx = kernels.extrema(uview(raw), spec, axis, want_max=want_max)
         np.testing.assert_array_equal(nan_idx, first_nan)
         valid = ~missing.all(axis=-1)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            # integers with nothing missing are compared as they are (int64 loses in floats)
-            pick = flat
-            if missing.any():
-                pick = np.where(missing, -np.inf if want_max else np.inf, flat)
-            want_idx = (np.argmax if want_max else np.argmin)(pick, axis=-1)
+            # the first valid value equal to the extreme (integers compared as they are)
+            ext = (np.nanmax if want_max else np.nanmin)(flat, axis=-1, keepdims=True)
+            want_idx = ((flat == ext) & ~missing).argmax(axis=-1)
         np.testing.assert_array_equal(idx, np.where(valid, want_idx, -1))
         want_val = np.take_along_axis(flat, np.expand_dims(want_idx, -1), -1)[..., 0]
         np.testing.assert_array_equal(np.asarray(val)[valid], want_val[valid])

@@ -464,7 +464,7 @@ def extrema(
     init = _identity(spec.physical, want_max)
 
     def call(form, v, outs_):
-        if not with_index:
+        if not with_index or form == "cols":
             outs_[0][...] = init
         (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
 
