@@ -141,9 +141,16 @@ def _extreme(x, axis, out, keepdims, want_max, skipna, name):
     axes = kernels.normalize_axis(axis, x.ndim)
     if x.size == 0 or any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
-    # value-only kernel: idx counts valid values, nanidx missing ones
-    missing = (idx == 0) | (nanidx > 0 if not skipna else False)
+    if _called_from("arg_chunk"):
+        # dask's arg_chunk asks for the extremes, then for their indices: one indexed
+        # pass gives both (the value-only kernel first and then the indexed one read the
+        # chunk twice)
+        val, idx, nanidx = _indexed(x, axes, want_max)
+        missing = (idx < 0) | (nanidx >= 0 if not skipna else False)
+    else:
+        val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
+        # value-only kernel: idx counts valid values, nanidx missing ones
+        missing = (idx == 0) | (nanidx > 0 if not skipna else False)
     if np.any(missing):
         val = val.astype(x.dtype, copy=True)
         val[missing] = np.nan
@@ -178,7 +185,7 @@ def _arg(x, axis, out, keepdims, want_max, skipna):
     axes = kernels.normalize_axis(axis, x.ndim)
     if x.size == 0:
         raise ValueError("attempt to get argmin of an empty sequence")
-    _, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
+    _, idx, nanidx = _indexed(x, axes, want_max)
     if skipna:
         if np.any(idx < 0):
             raise ValueError("All-NaN slice encountered")
@@ -188,6 +195,15 @@ def _arg(x, axis, out, keepdims, want_max, skipna):
     if keepdims:
         res = _shape_out(x, axes, True, res)
     return _finish(np.asarray(res, dtype=np.intp), None, out)
+
+
+def _indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
+    """Memoised ``(value, index, nan_index)`` of the chunk's extremes over ``axes``."""
+    key = ("extrema", axes, want_max)
+    memo = x._memo.get(key)
+    if memo is None:
+        memo = x._memo[key] = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
+    return memo
 
 
 @_implements(np.argmin)
@@ -318,11 +334,16 @@ def _np_concatenate(arrays, axis=0, out=None, **kwargs):
 def _called_from_moment_chunk() -> bool:
     # dask's moment_chunk calls numel → sum → (x - mean) ** 2 → sum; knowing that we are
     # inside it lets one kernel pass produce all three. Anything else gets the cheaper kernel.
-    frame = sys._getframe(2)
+    return _called_from("moment_chunk")
+
+
+def _called_from(name: str) -> bool:
+    """True when a dask function ``name`` is among our caller's few nearest callers."""
+    frame = sys._getframe(3)
     for _ in range(4):
         if frame is None:
             return False
-        if frame.f_code.co_name == "moment_chunk":
+        if frame.f_code.co_name == name:
             return True
         frame = frame.f_back
     return False
