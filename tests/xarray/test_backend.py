@@ -51,6 +51,24 @@ def test_chunks_and_pickle(cube, cube_data):
     np.testing.assert_allclose(float(again.sum()), np.nansum(cube_data.astype(float)), rtol=1e-6)
 
 
+def test_reshaping_operations_match_numpy(cube, cube_data):
+    # operations that reshape chunks: stack, coarsen, boolean selection
+    da = xr.open_dataset(cube[0], engine="dfits", chunks={})["primary"]
+    ref = xr.DataArray(cube_data.astype("f4"), dims=da.dims)
+    cases = [
+        lambda d: d.stack(pix=("y", "x")).mean("pix"),
+        lambda d: d.coarsen(y=2, x=2, boundary="trim").max(),
+        lambda d: d.where(d > 0.5).count(("y", "x")),
+        lambda d: d.astype("f8").std("freq"),
+    ]
+    for case in cases:
+        np.testing.assert_allclose(case(da).values, case(ref).values, rtol=1e-6, equal_nan=True)
+    assert np.array_equal(
+        da.data.ravel()[da.data.ravel() > 0.9].compute(),
+        ref.values.ravel()[ref.values.ravel() > 0.9],
+    )
+
+
 def test_header_round_trips(cube):
     da = xr.open_dataarray(cube[0], engine="dfits")
     header = da.fits.header
