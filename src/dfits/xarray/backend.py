@@ -1,9 +1,11 @@
 """The ``dfits`` xarray backend engine: ``xr.open_dataset("cube.fits")``.
 
 A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
-HDU and hands xarray the HDU's dfits dask array (whose stored chunks keep every xarray
-reduction on the fused kernels) and lazily indexed :class:`CelestialArray` 2-D sky
-coordinates. Both hold a path, offsets and a header text — never an open file — so datasets
+HDU and hands xarray the HDU's dfits dask array and lazily indexed :class:`CelestialArray` 2-D
+sky coordinates. xarray (2026.9) wraps every backend variable in its copy-on-write and cache
+adapters, and ``chunks=`` rebuilds the dask array over them: plain reductions on the opened
+DataArray then run numpy on decoded chunks. The ``.fits`` accessor reads through dfits' own
+chunks again, and so does ``xr.DataArray(hdu.data, ...)``. Both hold a path, offsets and a header text — never an open file — so datasets
 and their dask graphs pickle.
 """
 
@@ -168,9 +170,8 @@ def open_hdu_dataset(
     plan = plan_axes(wcs, len(h.shape))
     chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
     coords = _coords(plan, wcs, h, text, chunks)
-    # Hand xarray the dfits dask array itself, not a lazily indexed backend array: xarray's
-    # own chunking would ``np.asarray`` each region into a decoded copy, while dfits chunks
-    # stay stored bytes so that every xarray reduction runs the fused kernels.
+    # Hand xarray the dfits dask array itself: the accessor finds the file's chunks through
+    # it (and its encoding), although xarray's adapters decode whatever they compute.
     var = xr.Variable(plan.dims, h.data, _attrs(h, text))
     var.encoding.update(
         preferred_chunks=chunks,
