@@ -5,8 +5,8 @@ HDU and hands xarray the HDU's dfits dask array and lazily indexed :class:`Celes
 sky coordinates. xarray (2026.9) wraps every backend variable in its copy-on-write and cache
 adapters, and ``chunks=`` rebuilds the dask array over them: plain reductions on the opened
 DataArray then run numpy on decoded chunks. The ``.fits`` accessor reads through dfits' own
-chunks again, and so does ``xr.DataArray(hdu.data, ...)``. Both hold a path, offsets and a header text — never an open file — so datasets
-and their dask graphs pickle.
+chunks again, and so does ``xr.DataArray(hdu.data, ...)``. Data and coordinates hold a path,
+offsets and a header text — never an open file — so datasets and their dask graphs pickle.
 """
 
 from __future__ import annotations
