@@ -348,3 +348,16 @@ def test_chunk_methods_reduce_fused_and_refuse_in_place_changes(case, no_decode)
         return b.sum(axis=0, keepdims=True)
 
     x.map_blocks(probe, dtype=x.dtype).compute(scheduler="sync")
+
+
+def test_where_and_initial_are_not_ignored(case):
+    # the kernels reduce whole slices: a where= mask or an initial= value goes to numpy
+    x, ref = case
+    keep = np.arange(x.shape[2]) % 3 != 0
+    got = x.map_blocks(
+        lambda b: np.sum(b, axis=2, where=keep, dtype=np.float64), drop_axis=2, dtype=np.float64
+    ).compute()
+    want = np.sum(ref, axis=2, where=keep, dtype=np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-10, equal_nan=True)
+    peak = x.map_blocks(lambda b: np.max(b, axis=2, initial=30000), drop_axis=2).compute()
+    np.testing.assert_array_equal(peak, np.max(ref, axis=2, initial=30000))

@@ -13,6 +13,7 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-
 
 ``moment_chunk`` in dask computes ``x - mean`` then ``(x - mean) ** 2``: the subtraction returns
 a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2)`` kernel.
+A reduction given ``where=`` or ``initial=`` is numpy's, on the decoded values.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ class StoredChunk:
         from dfits.array.dispatch import HANDLED
 
         handler = HANDLED.get(func)
-        if handler is not None:
+        if handler is not None and _plain(kwargs):
             self.spec.check()
             return handler(*args, **kwargs)
         return func(*_materialize(args), **_materialize(kwargs))
@@ -309,12 +310,20 @@ class Deviation:
         from dfits.array.dispatch import HANDLED_DEVIATION
 
         handler = HANDLED_DEVIATION.get(func)
-        if handler is not None:
+        if handler is not None and _plain(kwargs):
             return handler(*args, **kwargs)
         return func(*_materialize(args), **_materialize(kwargs))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+def _plain(kwargs: dict[str, Any]) -> bool:
+    """True unless a reduction is asked for a ``where`` mask or an ``initial`` value.
+
+    The kernels reduce whole slices; numpy answers those two (on the decoded values).
+    """
+    return kwargs.get("where", True) is True and kwargs.get("initial") is None
 
 
 def _is_basic(index: Any) -> bool:
