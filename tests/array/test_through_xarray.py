@@ -33,6 +33,17 @@ def cube(tmp_path):
         ("mean-z", lambda a: a.mean("z"), lambda r: np.nanmean(r, axis=0)),
         ("std-yx", lambda a: a.std(("y", "x")), lambda r: np.nanstd(r, axis=(1, 2))),
         ("sum-skipna-false", lambda a: a.sum("x", skipna=False), lambda r: np.sum(r, axis=2)),
+        # xarray's skipna sum and count are where/isnan graphs, not np.nansum
+        ("sum", lambda a: a.sum(), lambda r: np.nansum(r)),
+        ("sum-z", lambda a: a.sum("z"), lambda r: np.nansum(r, axis=0)),
+        (
+            "sum-min-count",
+            lambda a: a.sum("y", min_count=10),
+            lambda r: np.where(np.isnan(r).any(axis=1), np.nan, np.nansum(r, axis=1)),
+        ),
+        ("count", lambda a: a.count(), lambda r: np.sum(~np.isnan(r))),
+        ("count-yx", lambda a: a.count(("y", "x")), lambda r: np.sum(~np.isnan(r), axis=(1, 2))),
+        ("fillna-sum", lambda a: a.fillna(0).sum("z", skipna=False), lambda r: np.nansum(r, 0)),
         ("max", lambda a: a.max("y"), lambda r: np.nanmax(r, axis=1)),
         ("var-isel", lambda a: a.isel(z=slice(3, 9)).var("z"), lambda r: np.nanvar(r[3:9], axis=0)),
     ],

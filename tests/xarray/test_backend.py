@@ -170,3 +170,8 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
         arr.mean(arr.dims[0]).values, np.nanmean(data, axis=0), rtol=1e-5, atol=1e-6
     )
     np.testing.assert_allclose(float(arr.std()), np.nanstd(data.astype(float)), rtol=1e-6)
+    # xarray's skipna sum and count (isnan/where graphs) stay on the stored bytes too
+    np.testing.assert_allclose(
+        arr.sum(arr.dims[0]).values, np.nansum(data, axis=0), rtol=1e-5, atol=1e-6
+    )
+    assert int(arr.count()) == data.size - 1

@@ -23,14 +23,17 @@ import numpy as np
 
 from dfits import kernels
 from dfits.array.concat import concatenate_partials
+from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.partials import PartialStack, SumPartial, as_partial
 from dfits.array.stored import Deviation, StoredChunk
 from dfits.array.tiles import LazyPart, reshaped, tile_slices, value_at
 
-__all__ = ["HANDLED", "HANDLED_DEVIATION", "register_dask_hooks"]
+__all__ = ["HANDLED", "HANDLED_DEVIATION", "HANDLED_MASK", "HANDLED_ZEROED", "register_dask_hooks"]
 
 HANDLED: dict[Callable[..., Any], Callable[..., Any]] = {}
 HANDLED_DEVIATION: dict[Callable[..., Any], Callable[..., Any]] = {}
+HANDLED_MASK: dict[Callable[..., Any], Callable[..., Any]] = {}
+HANDLED_ZEROED: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
 def _implements(*funcs: Callable[..., Any], table: dict = HANDLED):
@@ -320,6 +323,64 @@ def _dev_sum(d, axis=None, dtype=None, out=None, keepdims=False, **_):
 @_implements(np.nansum, table=HANDLED_DEVIATION)
 def _dev_nansum(d, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _deviation_sum(d, axis, dtype, out, keepdims, skipna=True)
+
+
+# -- NaN masks and NaN-zeroed chunks (xarray's skipna sum and count) ------------------------
+
+
+def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
+    """Per-slice count of the mask's True values (int64), and the reduced axes."""
+    x = m.chunk
+    axes = kernels.normalize_axis(axis, x.ndim)
+    size = math.prod(x.shape[a] for a in axes)
+    if x.spec.has_missing and x.size:
+        valid = _stats(x, axes, True, need_m2=False)[0]
+        value = valid if m.valid else size - np.asarray(valid, dtype=np.int64)
+    else:
+        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
+        value = np.broadcast_to(np.int64(size if m.valid else 0), shape)
+    return _shape_out(x, axes, keepdims, value), axes
+
+
+@_implements(np.sum, np.nansum, table=HANDLED_MASK)
+def _mask_sum(m, axis=None, dtype=None, out=None, keepdims=False, **_):
+    value, _ = _mask_count(m, axis, keepdims)
+    if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
+        dtype = np.zeros(0, m.dtype).sum().dtype
+    value = _finish(value, dtype, out)
+    return _partial(value, keepdims, out)
+
+
+@_implements(np.count_nonzero, table=HANDLED_MASK)
+def _mask_count_nonzero(m, axis=None, *, keepdims=False):
+    value, _ = _mask_count(m, axis, keepdims)
+    return _finish(value, np.intp, None)
+
+
+@_implements(np.any, table=HANDLED_MASK)
+def _mask_any(m, axis=None, out=None, keepdims=False, **_):
+    value, _ = _mask_count(m, axis, keepdims)
+    return _finish(np.asarray(value) > 0, None, out)
+
+
+@_implements(np.all, table=HANDLED_MASK)
+def _mask_all(m, axis=None, out=None, keepdims=False, **_):
+    value, axes = _mask_count(m, axis, keepdims)
+    size = math.prod(m.shape[a] for a in axes)
+    return _finish(np.asarray(value) == size, None, out)
+
+
+@_implements(np.where, table=HANDLED_MASK)
+def _mask_where(condition, x=None, y=None):
+    if x is None or y is None:
+        return NotImplemented
+    zeroed = nan_zeroed(condition, x, y)
+    return NotImplemented if zeroed is None else zeroed
+
+
+@_implements(np.sum, np.nansum, table=HANDLED_ZEROED)
+def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _sum(z.chunk, axis, dtype, out, keepdims, skipna=True)
 
 
 @_implements(np.concatenate)

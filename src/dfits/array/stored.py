@@ -13,7 +13,9 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-
 
 ``moment_chunk`` in dask computes ``x - mean`` then ``(x - mean) ** 2``: the subtraction returns
 a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2)`` kernel.
-A reduction given ``where=`` or ``initial=`` is numpy's, on the decoded values.
+Likewise ``np.isnan`` returns a lazy mask (:mod:`dfits.array.nanmask`), so that xarray's
+skipping ``sum`` and ``count`` (built from ``isnan`` and ``where``) count and add on the stored
+bits. A reduction given ``where=`` or ``initial=`` is numpy's, on the decoded values.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.array.tiles import LazyPart, materialize
 
-__all__ = ["Deviation", "StoredChunk"]
+__all__ = ["Deviation", "LazyValues", "StoredChunk"]
 
 
 class StoredChunk:
@@ -154,10 +156,15 @@ class StoredChunk:
             and not kwargs
             and len(inputs) == 2
             and inputs[0] is self
-            and not isinstance(inputs[1], StoredChunk | Deviation)
+            and not isinstance(inputs[1], StoredChunk | LazyValues)
         ):
             centre = inputs[1]
             return Deviation(self, centre if isinstance(centre, LazyPart) else np.asarray(centre))
+        if ufunc is np.isnan and method == "__call__" and not kwargs and len(inputs) == 1:
+            # xarray's skipna sum and count start here (see dfits.array.nanmask)
+            from dfits.array.nanmask import NanMask
+
+            return NanMask(self)
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
     # arithmetic operators route through __array_ufunc__ like numpy's own
@@ -278,11 +285,33 @@ _MUTATORS = frozenset(
 )
 
 
-class Deviation:
+class LazyValues:
+    """An array worked out from a stored chunk only when something needs its values.
+
+    Subclasses recognise the few numpy calls that the fused kernels answer from the
+    stored bytes; everything else gets :meth:`materialize`, the plain numpy value.
+    """
+
+    __slots__ = ()
+    __array_priority__ = 20
+
+    def materialize(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.materialize()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        return self.shape[0]  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Deviation(LazyValues):
     """Lazy ``(chunk - centre) ** power`` as built by dask's ``moment_chunk``."""
 
     __slots__ = ("centre", "chunk", "power")
-    __array_priority__ = 20
 
     def __init__(self, chunk: StoredChunk, centre: np.ndarray, power: int = 1) -> None:
         self.chunk = chunk
@@ -296,10 +325,6 @@ class Deviation:
     def materialize(self) -> np.ndarray:
         """The deviation as a plain array (the slow path, for anything but a squared sum)."""
         return (self.chunk.decode() - materialize(self.centre)) ** self.power
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        out = self.materialize()
-        return out if dtype is None else out.astype(dtype, copy=False)
 
     def __pow__(self, other: Any):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
@@ -335,7 +360,7 @@ def _materialize(obj: Any) -> Any:
     """Replace stored chunks (recursively in lists/tuples/dicts) with decoded arrays."""
     if isinstance(obj, StoredChunk):
         return obj.decode()
-    if isinstance(obj, Deviation):
+    if isinstance(obj, LazyValues):
         return obj.materialize()
     if isinstance(obj, list | tuple):
         return type(obj)(_materialize(o) for o in obj)

@@ -1,0 +1,174 @@
+"""Lazy NaN masks of stored chunks, and chunks with their missing values set to zero.
+
+xarray's skipping reductions do not call ``np.nansum``: ``da.sum()`` builds
+``sum(where(isnan(x), 0, x))``, ``da.count()`` builds ``sum(~isnan(x))`` and ``min_count``
+adds ``sum(isnan(x))``. dask fuses those steps into one task per chunk, so each step sees
+the previous one's result. Here ``np.isnan`` of a stored chunk returns a :class:`NanMask`
+that remembers its chunk, ``~``/``np.logical_not`` flip it, ``np.where(mask, 0, x)`` (or
+``np.where(~mask, x, 0)``) returns a :class:`NanZeroed` chunk, and the final ``np.sum`` of
+either runs the fused counting or ``nansum`` kernel (:mod:`dfits.array.dispatch`) on the
+stored bytes. Any other use materialises the plain numpy value, exactly as numpy would
+compute it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize, _plain
+
+__all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
+
+
+class NanMask(LazyValues):
+    """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``)."""
+
+    __slots__ = ("chunk", "dtype", "valid")
+
+    def __init__(self, chunk: StoredChunk, valid: bool = False, dtype: Any = bool) -> None:
+        self.chunk = chunk
+        self.valid = valid
+        # 0/1 as another number type (dask's count_nonzero casts the mask to intp)
+        self.dtype = np.dtype(dtype)
+
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    size = property(lambda self: self.chunk.size)
+
+    def __repr__(self) -> str:
+        what = "~isnan" if self.valid else "isnan"
+        return f"NanMask({what}, shape={self.shape}, dtype={self.dtype})"
+
+    def materialize(self) -> np.ndarray:
+        mask = np.isnan(self.chunk.decode())
+        if self.valid:
+            np.logical_not(mask, out=mask)
+        return mask if self.dtype == np.bool_ else mask.astype(self.dtype)
+
+    def __invert__(self) -> Any:
+        if self.dtype != np.bool_:  # bitwise on 0/1 integers: not a negation
+            return np.invert(self.materialize())
+        return NanMask(self.chunk, not self.valid)
+
+    def astype(self, dtype: Any, **kwargs: Any) -> Any:
+        target = np.dtype(dtype)
+        if target.kind in "biuf" and not kwargs:
+            return self if target == self.dtype else NanMask(self.chunk, self.valid, target)
+        return self.materialize().astype(dtype, **kwargs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if _is_basic(index):
+            part = self.chunk[index]
+            if isinstance(part, StoredChunk):
+                return NanMask(part, self.valid, self.dtype)
+        return self.materialize()[index]
+
+    def __array_function__(self, func, types, args, kwargs):
+        from dfits.array.dispatch import HANDLED_MASK
+
+        handler = HANDLED_MASK.get(func)
+        if handler is not None and _plain(kwargs):
+            result = handler(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return func(*_materialize(args), **_materialize(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        negation = ufunc is np.logical_not or (ufunc is np.invert and self.dtype == np.bool_)
+        if negation and method == "__call__" and not kwargs:
+            return NanMask(self.chunk, not self.valid)
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+class NanZeroed(LazyValues):
+    """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0)."""
+
+    __slots__ = ("chunk", "zero")
+
+    def __init__(self, chunk: StoredChunk, zero: Any) -> None:
+        self.chunk = chunk
+        self.zero = zero
+
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    size = property(lambda self: self.chunk.size)
+    dtype = property(lambda self: self.chunk.dtype)
+
+    def __repr__(self) -> str:
+        return f"NanZeroed(shape={self.shape}, dtype={self.dtype})"
+
+    def materialize(self) -> np.ndarray:
+        values = self.chunk.decode()
+        values[np.isnan(values)] = self.zero
+        return values
+
+    def __array_function__(self, func, types, args, kwargs):
+        from dfits.array.dispatch import HANDLED_ZEROED
+
+        handler = HANDLED_ZEROED.get(func)
+        if handler is not None and _plain(kwargs):
+            return handler(*args, **kwargs)
+        return func(*_materialize(args), **_materialize(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:
+    """``np.where(condition, x, y)`` as a :class:`NanZeroed` chunk, when it is one.
+
+    That is ``where(isnan(c), 0, c)`` or ``where(~isnan(c), c, 0)`` with ``c`` the mask's
+    own chunk and the zero a scalar or an array of zeros no larger than the chunk (dask's
+    ``zeros_like`` chunks are broadcasts of one zero). None for anything else.
+    """
+    if not isinstance(condition, NanMask) or condition.dtype != np.bool_:
+        return None
+    chunk, other = (x, y) if condition.valid else (y, x)
+    if not _same_chunk(condition.chunk, chunk):
+        return None
+    zero = _zero_of(other, chunk)
+    if zero is None:
+        return None
+    return NanZeroed(chunk, zero)
+
+
+def _same_chunk(a: StoredChunk, b: Any) -> bool:
+    if a is b:
+        return True
+    if not isinstance(b, StoredChunk) or a.spec != b.spec or a._u is None or b._u is None:
+        return False
+    ia, ib = a._u.__array_interface__, b._u.__array_interface__
+    return (
+        ia["data"] == ib["data"] and ia["shape"] == ib["shape"] and ia["strides"] == ib["strides"]
+    )
+
+
+def _zero_of(other: Any, chunk: StoredChunk) -> Any:
+    """The zero ``other`` holds everywhere (keeping the chunk's dtype), else None."""
+    if isinstance(other, bool | np.bool_):
+        return None
+    if isinstance(other, int | float):
+        if other != 0 or np.result_type(chunk.dtype, other) != chunk.dtype:
+            return None
+        return chunk.dtype.type(other)
+    if not isinstance(other, np.ndarray | np.generic) or other.dtype.kind not in "iuf":
+        return None
+    other = np.asarray(other)
+    if np.result_type(chunk.dtype, other.dtype) != chunk.dtype:
+        return None
+    try:
+        if np.broadcast_shapes(other.shape, chunk.shape) != chunk.shape:
+            return None
+    except ValueError:
+        return None
+    if other.size == 0:
+        return None
+    if not any(other.strides):  # a broadcast of one value (dask's zeros_like): one read
+        value = other[(0,) * other.ndim]
+    elif not np.any(other):
+        value = 0
+    else:
+        return None
+    return chunk.dtype.type(value) if value == 0 else None
