@@ -3,10 +3,11 @@
 A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
 HDU and hands xarray the HDU's dfits dask array and lazily indexed :class:`CelestialArray` 2-D
 sky coordinates. xarray (2026.9) wraps every backend variable in its copy-on-write and cache
-adapters, and ``chunks=`` rebuilds the dask array over them: plain reductions on the opened
-DataArray then run numpy on decoded chunks. The ``.fits`` accessor reads through dfits' own
-chunks again, and so does ``xr.DataArray(hdu.data, ...)``. Data and coordinates hold a path,
-offsets and a header text — never an open file — so datasets and their dask graphs pickle.
+adapters. With the default ``chunks=None`` those hand reductions the dfits dask array itself,
+so plain reductions on the opened DataArray run the fused kernels; ``chunks=`` rebuilds the
+dask array over the adapters, whose tasks decode their regions. The ``.fits`` accessor reads
+through dfits' own chunks in either case. Data and coordinates hold a path, offsets and a
+header text — never an open file — so datasets and their dask graphs pickle.
 """
 
 from __future__ import annotations
@@ -170,8 +171,9 @@ def open_hdu_dataset(
     plan = plan_axes(wcs, len(h.shape))
     chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
     coords = _coords(plan, wcs, h, text, chunks)
-    # Hand xarray the dfits dask array itself: the accessor finds the file's chunks through
-    # it (and its encoding), although xarray's adapters decode whatever they compute.
+    # Hand xarray the dfits dask array itself: reductions reach it through xarray's adapters
+    # (unless chunks= rebuilds the array over them), and the accessor finds the file through
+    # the encoding.
     var = xr.Variable(plan.dims, h.data, _attrs(h, text))
     var.encoding.update(
         preferred_chunks=chunks,
