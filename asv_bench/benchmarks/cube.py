@@ -12,7 +12,9 @@ moment 0, the noise map and the spectrum; it has none for moment 1).
 
 ``CubeCutout`` runs a spectrum, a moment-0 map, a noise spectrum and a peak spectrum of a
 box inside the same cube; ``CubeWidened`` runs moment-0, the mean and the noise map after
-``astype(np.float64)``. Both time dfits, astropy-memmap and astropy-eager.
+``astype(np.float64)``. Both time dfits, astropy-memmap and astropy-eager. ``CubeXarray`` runs
+plain xarray reductions (``sum`` over channels, ``count``, ``mean`` over the sky) on the
+engine-opened cube, with and without ``chunks={}``, and on astropy's memory map.
 
 ``ScaledCubeMoment`` is the moment-0 map of an int16 cube with BSCALE/BZERO/BLANK
 (``np.nansum`` over the channels, BLANK pixels left out), as ``compare.py --cases nanmoment16``
@@ -344,4 +346,72 @@ class CubeWidened:
         return self.run()
 
     def peakmem_widened(self, files, tool, op):
+        return self.run()
+
+
+XARRAY_TOOLS = ["dfits-engine", "dfits-engine-chunks", "astropy-memmap"]
+XARRAY_OPS = ["sum-channels", "count", "mean-sky"]
+
+
+def xarray_op(op: str, a):
+    """``op`` as xarray users write it (``skipna`` left at its default, True for floats)."""
+    if op == "sum-channels":
+        return a.sum(a.dims[0])
+    if op == "count":
+        return a.count()
+    return a.mean(a.dims[1:])
+
+
+class CubeXarray:
+    """Plain xarray reductions of the float32 cube.
+
+    ``dfits-engine``: ``xr.open_dataset(path, engine="dfits")`` with its default
+    ``chunks=None``, where reductions reach dfits' dask array; ``dfits-engine-chunks``: the
+    same with ``chunks={}``, which makes xarray rebuild the dask array over its own adapters
+    (decoded chunks); ``astropy-memmap``: a DataArray over astropy's memory map. xarray's
+    skipping ``sum`` and ``count`` are ``isnan``/``where`` graphs, not ``np.nansum``.
+    """
+
+    params: ClassVar[list] = [XARRAY_TOOLS, XARRAY_OPS]
+    param_names: ClassVar[list] = ["tool", "op"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        return cube_files("cube", -32)
+
+    setup_cache.timeout = 1200
+
+    def setup(self, files, tool, op):
+        path, _, warm, _ = files
+        self.build(tool, op, warm)()
+        self.run = self.build(tool, op, path)
+        prewarm(path)
+
+    @staticmethod
+    def build(tool: str, op: str, path: str):
+        import xarray as xr
+
+        if tool.startswith("dfits-engine"):
+            chunks = {} if tool == "dfits-engine-chunks" else None
+
+            def run_engine():
+                with xr.open_dataset(path, engine="dfits", chunks=chunks) as ds:
+                    return xarray_op(op, next(iter(ds.data_vars.values()))).values
+
+            return run_engine
+        from astropy.io import fits
+
+        def run_memmap():
+            with fits.open(path) as hl:
+                return xarray_op(op, xr.DataArray(hl[0].data)).values
+
+        return run_memmap
+
+    def time_xarray(self, files, tool, op):
+        return self.run()
+
+    def peakmem_xarray(self, files, tool, op):
         return self.run()
