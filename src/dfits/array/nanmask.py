@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize, _plain
+from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize
 
 __all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
 
@@ -26,6 +26,7 @@ class NanMask(LazyValues):
     """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``)."""
 
     __slots__ = ("chunk", "dtype", "valid")
+    handlers = "HANDLED_MASK"
 
     def __init__(self, chunk: StoredChunk, valid: bool = False, dtype: Any = bool) -> None:
         self.chunk = chunk
@@ -65,16 +66,6 @@ class NanMask(LazyValues):
                 return NanMask(part, self.valid, self.dtype)
         return self.materialize()[index]
 
-    def __array_function__(self, func, types, args, kwargs):
-        from dfits.array.dispatch import HANDLED_MASK
-
-        handler = HANDLED_MASK.get(func)
-        if handler is not None and _plain(kwargs):
-            result = handler(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
-        return func(*_materialize(args), **_materialize(kwargs))
-
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         negation = ufunc is np.logical_not or (ufunc is np.invert and self.dtype == np.bool_)
         if negation and method == "__call__" and not kwargs:
@@ -86,6 +77,7 @@ class NanZeroed(LazyValues):
     """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0)."""
 
     __slots__ = ("chunk", "zero")
+    handlers = "HANDLED_ZEROED"
 
     def __init__(self, chunk: StoredChunk, zero: Any) -> None:
         self.chunk = chunk
@@ -103,17 +95,6 @@ class NanZeroed(LazyValues):
         values = self.chunk.decode()
         values[np.isnan(values)] = self.zero
         return values
-
-    def __array_function__(self, func, types, args, kwargs):
-        from dfits.array.dispatch import HANDLED_ZEROED
-
-        handler = HANDLED_ZEROED.get(func)
-        if handler is not None and _plain(kwargs):
-            return handler(*args, **kwargs)
-        return func(*_materialize(args), **_materialize(kwargs))
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 
 def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:

@@ -294,6 +294,8 @@ class LazyValues:
 
     __slots__ = ()
     __array_priority__ = 20
+    #: the name of the subclass's handler table in :mod:`dfits.array.dispatch`
+    handlers = ""
 
     def materialize(self) -> np.ndarray:
         raise NotImplementedError
@@ -301,6 +303,19 @@ class LazyValues:
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.materialize()
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from dfits.array import dispatch
+
+        handler = getattr(dispatch, self.handlers).get(func)
+        if handler is not None and _plain(kwargs):
+            result = handler(*args, **kwargs)
+            if result is not NotImplemented:  # a handler may decline (np.where's other uses)
+                return result
+        return func(*_materialize(args), **_materialize(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
     def __len__(self) -> int:
         return self.shape[0]  # type: ignore[attr-defined]
@@ -312,6 +327,7 @@ class Deviation(LazyValues):
     """Lazy ``(chunk - centre) ** power`` as built by dask's ``moment_chunk``."""
 
     __slots__ = ("centre", "chunk", "power")
+    handlers = "HANDLED_DEVIATION"
 
     def __init__(self, chunk: StoredChunk, centre: np.ndarray, power: int = 1) -> None:
         self.chunk = chunk
@@ -330,17 +346,6 @@ class Deviation(LazyValues):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
             return Deviation(self.chunk, self.centre, int(other))
         return np.power(self.materialize(), other)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from dfits.array.dispatch import HANDLED_DEVIATION
-
-        handler = HANDLED_DEVIATION.get(func)
-        if handler is not None and _plain(kwargs):
-            return handler(*args, **kwargs)
-        return func(*_materialize(args), **_materialize(kwargs))
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 
 def _plain(kwargs: dict[str, Any]) -> bool:
