@@ -139,8 +139,32 @@ def build(tool: str, op: str, path: str, meta: dict):
     return run_sc
 
 
-class CubeScience:
-    params: ClassVar[list] = [TOOLS, OPS]
+def array_tools(tool: str, path: str, f):
+    """A callable giving ``f`` of the cube as dfits' dask array (computed), astropy's eager
+    array (``astropy-eager``) or astropy's memory map (``astropy-memmap``)."""
+    if tool == "dfits":
+        import dfits
+
+        return lambda: f(dfits.open(path)[0].data).compute()
+    from astropy.io import fits
+
+    if tool == "astropy-eager":
+        return lambda: np.asarray(f(fits.getdata(path, memmap=False)))
+
+    def run_memmap():
+        with fits.open(path) as hl:
+            return np.asarray(f(hl[0].data))
+
+    return run_memmap
+
+
+class _CubeOps:
+    """Set-up shared by the float32-cube benchmarks below (one cache of files for all).
+
+    Subclasses give ``params`` and ``build(tool, op, path, meta)``, which returns the
+    callable to time; it runs once on the small warm-up cube first (imports, compilation).
+    """
+
     param_names: ClassVar[list] = ["tool", "op"]
     number = 1
     repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
@@ -154,9 +178,18 @@ class CubeScience:
 
     def setup(self, files, tool, op):
         path, meta, warm, warm_meta = files
-        build(tool, op, warm, warm_meta)()  # imports, Numba compilation, dask start-up
-        self.run = build(tool, op, path, meta)
+        self.build(tool, op, warm, warm_meta)()  # imports, Numba compilation, dask start-up
+        self.run = self.build(tool, op, path, meta)
         prewarm(path)
+
+    @staticmethod
+    def build(tool: str, op: str, path: str, meta: dict):
+        raise NotImplementedError
+
+
+class CubeScience(_CubeOps):
+    params: ClassVar[list] = [TOOLS, OPS]
+    build = staticmethod(build)
 
     def time_cube(self, files, tool, op):
         return self.run()
@@ -236,7 +269,7 @@ def cutout_op(op: str, box):
     return box.max(axis=(1, 2))
 
 
-class CubeCutout:
+class CubeCutout(_CubeOps):
     """Reductions of a box inside the float32 cube: what a notebook does with a region.
 
     The box (an eighth of y and of x through every channel) is a strided view in every
@@ -245,40 +278,11 @@ class CubeCutout:
     """
 
     params: ClassVar[list] = [CUTOUT_TOOLS, CUTOUT_OPS]
-    param_names: ClassVar[list] = ["tool", "op"]
-    number = 1
-    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
-    warmup_time = 0.0
-    timeout = 600
-
-    def setup_cache(self):
-        return cube_files("cube", -32)
-
-    setup_cache.timeout = 1200
-
-    def setup(self, files, tool, op):
-        path, meta, warm, warm_meta = files
-        self.build(tool, op, warm, warm_meta)()
-        self.run = self.build(tool, op, path, meta)
-        prewarm(path)
 
     @staticmethod
     def build(tool: str, op: str, path: str, meta: dict):
         box = cutout(meta["shape"])
-        if tool == "dfits":
-            import dfits
-
-            return lambda: cutout_op(op, dfits.open(path)[0].data[box]).compute()
-        from astropy.io import fits
-
-        if tool == "astropy-eager":
-            return lambda: np.asarray(cutout_op(op, fits.getdata(path, memmap=False)[box]))
-
-        def run_memmap():
-            with fits.open(path) as hl:
-                return np.asarray(cutout_op(op, hl[0].data[box]))
-
-        return run_memmap
+        return array_tools(tool, path, lambda a: cutout_op(op, a[box]))
 
     def time_cutout(self, files, tool, op):
         return self.run()
@@ -299,7 +303,7 @@ def widened_op(op: str, x):
     return wide.mean() if op == "mean" else wide.std(axis=0)
 
 
-class CubeWidened:
+class CubeWidened(_CubeOps):
     """Reductions of the float32 cube after ``astype(np.float64)``.
 
     For dfits the cast is exact, so it keeps every chunk stored and the reduction after it
@@ -308,39 +312,10 @@ class CubeWidened:
     """
 
     params: ClassVar[list] = [WIDEN_TOOLS, WIDEN_OPS]
-    param_names: ClassVar[list] = ["tool", "op"]
-    number = 1
-    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
-    warmup_time = 0.0
-    timeout = 600
-
-    def setup_cache(self):
-        return cube_files("cube", -32)
-
-    setup_cache.timeout = 1200
-
-    def setup(self, files, tool, op):
-        path, _, warm, _ = files
-        self.build(tool, op, warm)()
-        self.run = self.build(tool, op, path)
-        prewarm(path)
 
     @staticmethod
-    def build(tool: str, op: str, path: str):
-        if tool == "dfits":
-            import dfits
-
-            return lambda: widened_op(op, dfits.open(path)[0].data).compute()
-        from astropy.io import fits
-
-        if tool == "astropy-eager":
-            return lambda: np.asarray(widened_op(op, fits.getdata(path, memmap=False)))
-
-        def run_memmap():
-            with fits.open(path) as hl:
-                return np.asarray(widened_op(op, hl[0].data))
-
-        return run_memmap
+    def build(tool: str, op: str, path: str, meta: dict):
+        return array_tools(tool, path, lambda a: widened_op(op, a))
 
     def time_widened(self, files, tool, op):
         return self.run()
@@ -362,7 +337,7 @@ def xarray_op(op: str, a):
     return a.mean(a.dims[1:])
 
 
-class CubeXarray:
+class CubeXarray(_CubeOps):
     """Plain xarray reductions of the float32 cube.
 
     ``dfits-engine``: ``xr.open_dataset(path, engine="dfits")`` with its default
@@ -373,25 +348,9 @@ class CubeXarray:
     """
 
     params: ClassVar[list] = [XARRAY_TOOLS, XARRAY_OPS]
-    param_names: ClassVar[list] = ["tool", "op"]
-    number = 1
-    repeat = (1, 1, 1.0) if TINY else (3, 10, 60.0)
-    warmup_time = 0.0
-    timeout = 600
-
-    def setup_cache(self):
-        return cube_files("cube", -32)
-
-    setup_cache.timeout = 1200
-
-    def setup(self, files, tool, op):
-        path, _, warm, _ = files
-        self.build(tool, op, warm)()
-        self.run = self.build(tool, op, path)
-        prewarm(path)
 
     @staticmethod
-    def build(tool: str, op: str, path: str):
+    def build(tool: str, op: str, path: str, meta: dict):
         import xarray as xr
 
         if tool.startswith("dfits-engine"):
