@@ -8,7 +8,11 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from dask.array.core import normalize_chunks
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from dfits.array.build import ImageBlock, dask_array
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
@@ -167,6 +171,37 @@ def test_xarray_skipna_sum_and_count_are_fused(case, request, name, lazy, oracle
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    c0=st.integers(1, 9),
+    c1=st.integers(1, 6),
+    c2=st.integers(2, 5),
+    dims=st.sampled_from([None, "z", "y", "x", ("z", "y"), ("y", "x"), ("z", "x")]),
+    min_count=st.sampled_from([None, 1, 4, 40]),
+)
+def test_hypothesis_xarray_sum_and_count(case, no_decode, c0, c1, c2, dims, min_count):
+    x, ref = case
+    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    chunks = normalize_chunks((c0, c1, c2), x.shape)
+    arr = xr.DataArray(dask_array(block, chunks, f"hyp-mask-{chunks}"), dims=("z", "y", "x"))
+    axis = (
+        None
+        if dims is None
+        else tuple(arr.get_axis_num(dims if isinstance(dims, tuple) else (dims,)))
+    )
+    floats = ref.dtype.kind == "f"
+    ref = ref.astype(np.float64)
+    missing = np.isnan(ref)
+    want = np.nansum(ref, axis=axis)
+    if min_count is not None and floats:  # xarray skips NaN, and so min_count, for floats only
+        want = np.where((~missing).sum(axis=axis) < min_count, np.nan, want)
+    got = arr.sum(dims, min_count=min_count).values
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+    np.testing.assert_array_equal(arr.count(dims).values, (~missing).sum(axis=axis))
 
 
 def _chunk(values):
