@@ -44,3 +44,11 @@ def float32_cube(tmp_path, shape, chunks, nan_at, seed):
     offset = write_image(path, data, None, None, None)
     x, _ = block_array(path, offset, data.shape, -32, None, None, None, chunks=chunks)
     return x, data
+
+
+def replan(x, chunks, name):
+    """``x``'s file block under other chunks (``rechunk`` would decode and concatenate)."""
+    from dask.array.core import normalize_chunks
+
+    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    return dask_array(block, normalize_chunks(chunks, x.shape), f"{name}-{chunks}")

@@ -9,12 +9,10 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from dask.array.core import normalize_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array.build import ImageBlock, dask_array
-from tests.array.helpers import astropy_data, block_array, float32_cube, write_image
+from tests.array.helpers import astropy_data, block_array, float32_cube, replan, write_image
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -253,10 +251,7 @@ def test_astype_values_and_narrowing_casts(case):
 )
 def test_hypothesis_chunkings(case, stacking, c0, c1, c2, axis):
     x, ref = case
-    # re-plan the same block with other chunks (rechunk would decode and concatenate)
-    chunks = normalize_chunks((c0, c1, c2), x.shape)
-    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
-    z = dask_array(block, chunks, f"hyp-{chunks}")
+    z = replan(x, (c0, c1, c2), "hyp")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         np.testing.assert_allclose(
@@ -313,8 +308,7 @@ def test_reshapes_masks_and_quantiles_match_astropy(case, name):
 
 
 def test_map_blocks_functions_get_ndarray_methods(case):
-    x, ref = case
-    ref = ref.astype(ref.dtype.newbyteorder("="))
+    x, ref = case  # astropy_data already gives native byte order
     cases = {
         "max": (lambda b: b.max(axis=0, keepdims=True), None),
         "T": (lambda b: b.T.T, ref),

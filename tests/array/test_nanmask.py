@@ -8,15 +8,13 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
-from dask.array.core import normalize_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array.build import ImageBlock, dask_array
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
-from tests.array.helpers import astropy_data, block_array, write_image
+from tests.array.helpers import astropy_data, block_array, replan, write_image
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -185,9 +183,7 @@ def test_xarray_skipna_sum_and_count_are_fused(case, request, name, lazy, oracle
 )
 def test_hypothesis_xarray_sum_and_count(case, no_decode, c0, c1, c2, dims, min_count):
     x, ref = case
-    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
-    chunks = normalize_chunks((c0, c1, c2), x.shape)
-    arr = xr.DataArray(dask_array(block, chunks, f"hyp-mask-{chunks}"), dims=("z", "y", "x"))
+    arr = xr.DataArray(replan(x, (c0, c1, c2), "hyp-mask"), dims=("z", "y", "x"))
     axis = (
         None
         if dims is None
