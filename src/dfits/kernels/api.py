@@ -19,6 +19,7 @@ import numpy as np
 from dfits.kernels._compile import NARROW_BLOCK
 from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import flat_view, layout_for
+from dfits.kernels.bands import band_kernels
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
 from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
@@ -26,6 +27,7 @@ from dfits.kernels.weighted import weighted_kernels
 
 __all__ = [
     "Spec",
+    "band_sum_count",
     "decode",
     "decode_rows",
     "extrema",
@@ -291,6 +293,34 @@ def sum_count(
     if counted:
         return res[0], res[1]
     return res[0], np.broadcast_to(np.int64(np.prod([u.shape[a] for a in axes])), shape)
+
+
+def band_sum_count(
+    u: np.ndarray, spec: Spec, axis: Any = None, *, lo: float = -np.inf, hi: float = np.inf
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 sums and int64 counts of the values inside ``[lo, hi]`` over ``axis``.
+
+    The bounds are compared with each physical value (as astropy decodes it) in float64;
+    NaN and BLANK are never inside. An empty band (``lo > hi``, or a NaN bound) selects
+    nothing. See :mod:`dfits.kernels.bands`.
+    """
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = _kept_shape(u, axes)
+    outs = [np.zeros(shape), np.zeros(shape, np.int64)]
+    if u.size == 0:
+        return outs[0], outs[1]
+    rows, cols = band_kernels(kind)
+    lo, hi = float(lo), float(hi)
+
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, lo, hi, *outs_)
+
+    def combine(parts, _):
+        return [np.sum([p[k] for p in parts], axis=0) for k in range(2)]
+
+    total, n = _run(u, axes, outs, call, combine, _fold_sums)
+    return total, n
 
 
 def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts=True):

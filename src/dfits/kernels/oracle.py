@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COMPARISONS", "decode", "weighted_sums"]
+__all__ = ["COMPARISONS", "band_sum_count", "decode", "weighted_sums"]
 
 
 def decode(stored: np.ndarray, spec: Any) -> np.ndarray:
@@ -62,3 +62,11 @@ def weighted_sums(stored, spec, axis, weights, threshold=None):
     shape[axis] = len(weights)
     w = np.asarray(weights, dtype=np.float64).reshape(shape)
     return np.stack([np.nansum(v * w**p, axis=axis) for p in (0, 1, 2)])
+
+
+def band_sum_count(stored, spec, axis, lo, hi):
+    """Sums and counts over ``axis`` of the physical values ``v`` with ``lo <= v <= hi``."""
+    v = _f64(stored, spec)
+    with np.errstate(invalid="ignore"):
+        keep = (v >= lo) & (v <= hi)
+    return np.where(keep, v, 0.0).sum(axis=axis), keep.sum(axis=axis)

@@ -1,0 +1,116 @@
+"""Sums and counts of the values inside a band ``lo <= x <= hi``, straight from stored bits.
+
+These answer thresholded reductions, ``nansum(where(x > t, x, nan))`` and
+``count(where(x > t, x, nan))``: the building blocks of masked moment maps and spectra
+(``cube.where(cube > 3 * rms).sum("freq")``). A strict bound is a closed one moved by one
+ulp (``x > t`` is ``x >= nextafter(t, inf)`` for the float64 values compared here), so one
+closed band covers every comparison and every intersection of two.
+
+The test is made on the physical value exactly as astropy decodes it (float32 rounding of
+scaled integers included) widened to float64, so it selects exactly what numpy's comparison
+of the decoded values selects. NaN and BLANK fail every comparison and are left out. The
+selected values are accumulated as the other sums are (:mod:`dfits.kernels.moments`): in
+float64, blocks with reassociation, blocks combined with Neumaier compensation.
+
+``rows``  ``u[A, B] → out[A]``       reduce the last axis
+``cols``  ``u[A, B, C] → out[A, C]`` reduce the middle axis, vectorised along ``C``
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit
+
+from dfits.kernels._compile import BLOCK, jit, neumaier
+from dfits.kernels._loaders import Kind, loaders
+from dfits.kernels.moments import SUM_TILE, _four_rows
+
+__all__ = ["band_kernels"]
+
+_ROWS_PER_TILE = BLOCK // 8
+
+
+@functools.cache
+def band_kernels(kind: Kind):
+    """Return ``(rows, cols)`` kernels ``(base, geo, scale, zero, blank, lo, hi, out_sum,
+    out_n)`` writing float64 sums and int64 counts of the values inside ``[lo, hi]``."""
+    ld = loaders(kind)
+    phys, f64 = ld.phys, ld.f64
+
+    @njit(inline="always", nogil=True)
+    def take(x, scale, zero, blank, lo, hi):
+        # compute, then select: a branch here stops LLVM vectorising the loop
+        p = np.float64(phys(x, scale, zero, blank))
+        ok = (p >= lo) & (p <= hi)
+        v = f64(x, scale, zero, blank)
+        return (v if ok else 0.0), np.int64(ok)
+
+    @jit
+    def rows(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
+        nrow, length, off, sa = geo
+        for a in range(nrow):
+            ua = base[off + a * sa : off + a * sa + length]
+            total = 0.0
+            comp = 0.0
+            n = 0
+            for b0 in range(0, length, BLOCK):
+                # a block slice indexed from 0 vectorises (see the row sum in moments.py)
+                blk = ua[b0 : min(b0 + BLOCK, length)]
+                s = 0.0
+                c = 0
+                for b in range(blk.size):
+                    v, k = take(blk[b], scale, zero, blank, lo, hi)
+                    s += v
+                    c += k
+                n += c
+                total, comp = neumaier(total, comp, s)
+            out_sum[a] = total + comp if np.isfinite(total) else total
+            out_n[a] = n
+
+    @jit
+    def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
+        na, nb, nc, off, sa, sb = geo
+        part = np.empty(SUM_TILE)
+        comp = np.empty(SUM_TILE)
+        total = np.empty(SUM_TILE)
+        cnt = np.empty(SUM_TILE, np.int64)
+        for a in range(na):
+            for c0 in range(0, nc, SUM_TILE):
+                c1 = min(c0 + SUM_TILE, nc)
+                w = c1 - c0
+                total[:w] = 0.0
+                comp[:w] = 0.0
+                cnt[:w] = 0
+                for b0 in range(0, nb, _ROWS_PER_TILE):
+                    b1 = min(b0 + _ROWS_PER_TILE, nb)
+                    part[:w] = 0.0
+                    o = off + a * sa + b0 * sb + c0
+                    first = 0
+                    # four rows per pass: the tile accumulators are loaded and stored once
+                    # per four values (the column sum's measured 0.5x → 0.8x of a full sum)
+                    while first + 4 <= b1 - b0:
+                        r0, r1, r2, r3 = _four_rows(base, o + first * sb, sb, w)
+                        for c in range(w):
+                            v0, k0 = take(r0[c], scale, zero, blank, lo, hi)
+                            v1, k1 = take(r1[c], scale, zero, blank, lo, hi)
+                            v2, k2 = take(r2[c], scale, zero, blank, lo, hi)
+                            v3, k3 = take(r3[c], scale, zero, blank, lo, hi)
+                            part[c] += (v0 + v1) + (v2 + v3)
+                            cnt[c] += (k0 + k1) + (k2 + k3)
+                        first += 4
+                    for b in range(first, b1 - b0):
+                        row = base[o + b * sb : o + b * sb + w]
+                        for c in range(w):
+                            v, k = take(row[c], scale, zero, blank, lo, hi)
+                            part[c] += v
+                            cnt[c] += k
+                    for c in range(w):
+                        total[c], comp[c] = neumaier(total[c], comp[c], part[c])
+                for c in range(w):
+                    t = total[c]
+                    out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
+                out_n[a, c0:c1] = cnt[:w]
+
+    return rows, cols
