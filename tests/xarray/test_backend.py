@@ -175,3 +175,13 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
         arr.sum(arr.dims[0]).values, np.nansum(data, axis=0), rtol=1e-5, atol=1e-6
     )
     assert int(arr.count()) == data.size - 1
+    # masked moment maps: ``where(x > t)`` then sum / count / mean (threshold cuts)
+    masked = arr.where(arr > 0.5)
+    want = np.where(data > 0.5, data, np.nan)
+    np.testing.assert_allclose(
+        masked.sum(arr.dims[0]).values, np.nansum(want, axis=0), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_array_equal(masked.count(arr.dims[0]).values, (data > 0.5).sum(axis=0))
+    np.testing.assert_allclose(
+        masked.mean(arr.dims[1:]).values, np.nanmean(want, axis=(1, 2)), rtol=1e-5
+    )

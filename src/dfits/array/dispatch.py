@@ -23,6 +23,7 @@ import numpy as np
 
 from dfits import kernels
 from dfits.array.concat import concatenate_partials
+from dfits.array.cuts import CutValues
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.partials import PartialStack, SumPartial, as_partial
 from dfits.array.stored import Deviation, StoredChunk
@@ -333,7 +334,10 @@ def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, 
     x = m.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
     size = math.prod(x.shape[a] for a in axes)
-    if x.spec.has_missing and x.size:
+    if isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
+        valid = x.stats(axes)[1]
+        value = valid if m.valid else size - valid
+    elif x.spec.has_missing and x.size:
         valid = _stats(x, axes, True, need_m2=False)[0]
         value = valid if m.valid else size - np.asarray(valid, dtype=np.int64)
     else:
@@ -380,7 +384,12 @@ def _mask_where(condition, x=None, y=None):
 
 @_implements(np.sum, np.nansum, table=HANDLED_ZEROED)
 def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _sum(z.chunk, axis, dtype, out, keepdims, skipna=True)
+    x = z.chunk
+    if isinstance(x, CutValues):
+        axes = kernels.normalize_axis(axis, x.ndim)
+        value = _shape_out(x, axes, keepdims, x.stats(axes)[0])
+        return _partial(_finish(value, dtype or x.dtype, out), keepdims, out)
+    return _sum(x, axis, dtype, out, keepdims, skipna=True)
 
 
 @_implements(np.concatenate)

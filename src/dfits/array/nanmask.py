@@ -17,18 +17,25 @@ from typing import Any
 
 import numpy as np
 
+from dfits.array.cuts import CutValues
 from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize
 
 __all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
 
 
 class NanMask(LazyValues):
-    """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``)."""
+    """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``).
+
+    ``chunk`` is a stored chunk or the NaN-filled values of a threshold cut
+    (``x.where(x > t)``, :mod:`dfits.array.cuts`).
+    """
 
     __slots__ = ("chunk", "dtype", "valid")
     handlers = "HANDLED_MASK"
 
-    def __init__(self, chunk: StoredChunk, valid: bool = False, dtype: Any = bool) -> None:
+    def __init__(
+        self, chunk: StoredChunk | CutValues, valid: bool = False, dtype: Any = bool
+    ) -> None:
         self.chunk = chunk
         self.valid = valid
         # 0/1 as another number type (dask's count_nonzero casts the mask to intp)
@@ -62,7 +69,7 @@ class NanMask(LazyValues):
     def __getitem__(self, index: Any) -> Any:
         if _is_basic(index):
             part = self.chunk[index]
-            if isinstance(part, StoredChunk):
+            if isinstance(part, StoredChunk | CutValues):
                 return NanMask(part, self.valid, self.dtype)
         return self.materialize()[index]
 
@@ -79,7 +86,7 @@ class NanZeroed(LazyValues):
     __slots__ = ("chunk", "zero")
     handlers = "HANDLED_ZEROED"
 
-    def __init__(self, chunk: StoredChunk, zero: Any) -> None:
+    def __init__(self, chunk: StoredChunk | CutValues, zero: Any) -> None:
         self.chunk = chunk
         self.zero = zero
 
@@ -115,9 +122,11 @@ def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:
     return NanZeroed(chunk, zero)
 
 
-def _same_chunk(a: StoredChunk, b: Any) -> bool:
+def _same_chunk(a: StoredChunk | CutValues, b: Any) -> bool:
     if a is b:
         return True
+    if isinstance(a, CutValues):
+        return False
     if not isinstance(b, StoredChunk) or a.spec != b.spec or a._u is None or b._u is None:
         return False
     ia, ib = a._u.__array_interface__, b._u.__array_interface__

@@ -15,7 +15,9 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-
 a lazy :class:`Deviation` so the squared sum comes from the fused ``(n, mean, M2)`` kernel.
 Likewise ``np.isnan`` returns a lazy mask (:mod:`dfits.array.nanmask`), so that xarray's
 skipping ``sum`` and ``count`` (built from ``isnan`` and ``where``) count and add on the stored
-bits. A reduction given ``where=`` or ``initial=`` is numpy's, on the decoded values.
+bits, and a comparison with a scalar returns a lazy threshold cut (:mod:`dfits.array.cuts`),
+so that ``where(x > t, x, nan)`` sums and counts do too. A reduction given ``where=`` or
+``initial=`` is numpy's, on the decoded values.
 """
 
 from __future__ import annotations
@@ -160,6 +162,15 @@ class StoredChunk:
         ):
             centre = inputs[1]
             return Deviation(self, centre if isinstance(centre, LazyPart) else np.asarray(centre))
+        if len(inputs) == 2 and method == "__call__" and not kwargs:
+            # ``x > t``: a lazy threshold cut (see dfits.array.cuts)
+            from dfits.array.cuts import COMPARISONS, cut_of
+
+            if ufunc in COMPARISONS:
+                first = inputs[0] is self
+                cut = cut_of(ufunc, self, inputs[1 if first else 0], first)
+                if cut is not None:
+                    return cut
         if ufunc is np.isnan and method == "__call__" and not kwargs and len(inputs) == 1:
             # xarray's skipna sum and count start here (see dfits.array.nanmask)
             from dfits.array.nanmask import NanMask
@@ -206,16 +217,16 @@ class StoredChunk:
         return np.not_equal(self.decode(), _materialize(other))
 
     def __lt__(self, other):
-        return np.less(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.less, "__call__", self, other)
 
     def __le__(self, other):
-        return np.less_equal(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.less_equal, "__call__", self, other)
 
     def __gt__(self, other):
-        return np.greater(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.greater, "__call__", self, other)
 
     def __ge__(self, other):
-        return np.greater_equal(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.greater_equal, "__call__", self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -285,16 +296,18 @@ _MUTATORS = frozenset(
 )
 
 
-class LazyValues:
+class LazyValues(np.lib.mixins.NDArrayOperatorsMixin):
     """An array worked out from a stored chunk only when something needs its values.
 
     Subclasses recognise the few numpy calls that the fused kernels answer from the
-    stored bytes; everything else gets :meth:`materialize`, the plain numpy value.
+    stored bytes; everything else gets :meth:`materialize`, the plain numpy value. Python's
+    operators go through ``__array_ufunc__`` as numpy's own do (``a == b`` must not fall
+    back to identity).
     """
 
     __slots__ = ()
     __array_priority__ = 20
-    #: the name of the subclass's handler table in :mod:`dfits.array.dispatch`
+    #: the subclass's handler table: a name in :mod:`dfits.array.dispatch`, or "module:NAME"
     handlers = ""
 
     def materialize(self) -> np.ndarray:
@@ -305,9 +318,7 @@ class LazyValues:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __array_function__(self, func, types, args, kwargs):
-        from dfits.array import dispatch
-
-        handler = getattr(dispatch, self.handlers).get(func)
+        handler = _table(self.handlers).get(func)
         if handler is not None and _plain(kwargs):
             result = handler(*args, **kwargs)
             if result is not NotImplemented:  # a handler may decline (np.where's other uses)
@@ -319,6 +330,13 @@ class LazyValues:
 
     def __len__(self) -> int:
         return self.shape[0]  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        # the rest of ndarray's surface (``reshape``, ``ravel``, ``T``, methods that
+        # functions given to map_blocks call): numpy's, on the values
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            return getattr(self.materialize(), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -346,6 +364,16 @@ class Deviation(LazyValues):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
             return Deviation(self.chunk, self.centre, int(other))
         return np.power(self.materialize(), other)
+
+
+@functools.cache
+def _table(name: str) -> dict:
+    """A handler table by name: ``"TABLE"`` in :mod:`dfits.array.dispatch`, or
+    ``"module:TABLE"``."""
+    import importlib
+
+    module, _, table = name.rpartition(":")
+    return getattr(importlib.import_module(module or "dfits.array.dispatch"), table)
 
 
 def _plain(kwargs: dict[str, Any]) -> bool:

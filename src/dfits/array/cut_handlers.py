@@ -1,0 +1,127 @@
+"""numpy functions on threshold cuts and their values → the band kernel.
+
+The tables :mod:`dfits.array.cuts` names: counts of a :class:`~dfits.array.cuts.Cut`
+(``(x > t).sum()``), ``np.where`` building :class:`~dfits.array.cuts.CutValues`, and sums
+and means of those. Results follow numpy's: dtypes, NaN for a slice with a NaN (unskipped)
+or with nothing to average, ``keepdims`` and ``out``. Anything else declines, and the caller
+gets numpy's value from the decoded chunk.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dfits import kernels
+from dfits.array.cuts import Cut, CutValues, cut_values
+from dfits.array.dispatch import _finish, _partial, _shape_out
+
+__all__ = ["HANDLED_CUT", "HANDLED_CUT_VALUES"]
+
+HANDLED_CUT: dict[Callable[..., Any], Callable[..., Any]] = {}
+HANDLED_CUT_VALUES: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def _implements(table: dict, *funcs: Callable[..., Any]):
+    def deco(impl):
+        for f in funcs:
+            table[f] = impl
+        return impl
+
+    return deco
+
+
+def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
+    axes = kernels.normalize_axis(axis, x.ndim)
+    return axes, math.prod(x.shape[a] for a in axes)
+
+
+# -- the cut itself: a boolean mask ------------------------------------------------------------
+
+
+@_implements(HANDLED_CUT, np.sum, np.nansum)
+def _cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
+    axes, _ = _axes(c, axis)
+    value = _shape_out(c, axes, keepdims, c.count(axes))
+    if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
+        dtype = np.zeros(0, c.dtype).sum().dtype
+    return _partial(_finish(value, dtype, out), keepdims, out)
+
+
+@_implements(HANDLED_CUT, np.count_nonzero)
+def _cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
+    axes, _ = _axes(c, axis)
+    return _finish(_shape_out(c, axes, keepdims, c.count(axes)), np.intp, None)
+
+
+@_implements(HANDLED_CUT, np.any)
+def _cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
+    axes, _ = _axes(c, axis)
+    return _finish(_shape_out(c, axes, keepdims, c.count(axes) > 0), None, out)
+
+
+@_implements(HANDLED_CUT, np.all)
+def _cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
+    axes, size = _axes(c, axis)
+    return _finish(_shape_out(c, axes, keepdims, c.count(axes) == size), None, out)
+
+
+@_implements(HANDLED_CUT, np.where)
+def _cut_where(condition, x=None, y=None):
+    if x is None or y is None:
+        return NotImplemented
+    values = cut_values(condition, x, y)
+    return NotImplemented if values is None else values
+
+
+# -- the values inside the cut, NaN or zero elsewhere ------------------------------------------
+
+
+def _sum(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
+    axes, size = _axes(v, axis)
+    total, n = v.stats(axes)
+    if not skipna and v.nan_filled:
+        total = np.where(n == size, total, np.nan)  # a NaN left in the slice
+    value = _shape_out(v, axes, keepdims, total)
+    return _partial(_finish(value, dtype or v.dtype, out), keepdims, out)
+
+
+@_implements(HANDLED_CUT_VALUES, np.sum)
+def _values_sum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _sum(v, axis, dtype, out, keepdims, skipna=False)
+
+
+@_implements(HANDLED_CUT_VALUES, np.nansum)
+def _values_nansum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _sum(v, axis, dtype, out, keepdims, skipna=True)
+
+
+def _mean(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
+    axes, size = _axes(v, axis)
+    total, n = v.stats(axes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if skipna:  # NaN-filled values only (see the table entry)
+            value = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+            if np.any(n == 0):
+                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=4)
+        elif v.nan_filled:
+            value = np.where((n == size) & (size > 0), total / max(size, 1), np.nan)
+        else:
+            value = total / size if size else np.full(np.shape(total), np.nan)
+    return _finish(_shape_out(v, axes, keepdims, value), dtype or v.dtype, out)
+
+
+@_implements(HANDLED_CUT_VALUES, np.mean)
+def _values_mean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _mean(v, axis, dtype, out, keepdims, skipna=False)
+
+
+@_implements(HANDLED_CUT_VALUES, np.nanmean)
+def _values_nanmean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
+    if not v.nan_filled:  # zeros are values to average: numpy's
+        return NotImplemented
+    return _mean(v, axis, dtype, out, keepdims, skipna=True)

@@ -1,0 +1,310 @@
+"""Threshold cuts of stored chunks: ``x > t`` masks and ``where(x > t, x, nan)`` values.
+
+Masked moment maps and spectra are written ``cube.where(cube > 3 * rms).sum("freq")`` in
+xarray, or ``da.where(x > t, x, np.nan)`` / ``np.where(x > t, x, 0)`` in dask. dask fuses the
+comparison, the ``where`` and the reduction's chunk step into one task, so each step here
+sees the previous one's result:
+
+* a comparison of a stored chunk with a scalar (``>``, ``>=``, ``<``, ``<=``) is a lazy
+  :class:`Cut`, the band ``lo <= x <= hi`` of values it keeps (``&`` of two cuts of the same
+  chunk is their intersection);
+* ``np.where(cut, x, nan)`` or ``np.where(cut, x, 0)`` with ``x`` the cut's own values is a
+  lazy :class:`CutValues` chunk;
+* sums, counts and means of those run the band kernel (:mod:`dfits.kernels.bands`) on the
+  stored bytes: one pass gives the sums and counts that ``nansum``, xarray's skipping ``sum``
+  (``where(isnan(y), 0, y)``), ``count`` and ``mean`` ask for.
+
+Any other use materialises numpy's exact value. A strict bound becomes a closed one a float64
+ulp away, which is exact because every physical value compared is a float64 exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dfits._lazy import kernels
+from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize
+
+__all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
+
+_INF = math.inf
+_EMPTY = (_INF, -_INF)
+#: integers up to this size are exact float64 values
+_EXACT = 2**53
+#: the comparison with the chunk on the left, for a comparison written the other way round
+_FLIPPED = {
+    np.greater: np.less,
+    np.less: np.greater,
+    np.greater_equal: np.less_equal,
+    np.less_equal: np.greater_equal,
+}
+COMPARISONS = frozenset(_FLIPPED)
+
+
+def comparison_band(op: Any, physical: np.dtype, threshold: Any) -> tuple[float, float] | None:
+    """The closed float64 band ``[lo, hi]`` of values ``v`` for which ``op(v, threshold)``.
+
+    ``op`` is one of numpy's four ordering comparisons, ``v`` any value of dtype
+    ``physical``. The threshold is first converted as numpy converts it for that
+    comparison (a Python float against float32 data compares in float32). None when the
+    band cannot reproduce numpy exactly: 64-bit integer data, a threshold that is not a
+    real scalar, or one whose conversion overflows.
+    """
+    t = _threshold(np.dtype(physical), threshold)
+    if t is None:
+        return None
+    if math.isnan(t):
+        return _EMPTY
+    if op is np.greater_equal:
+        return (t, _INF)
+    if op is np.less_equal:
+        return (-_INF, t)
+    if op is np.greater:
+        return _EMPTY if t == _INF else (float(np.nextafter(t, _INF)), _INF)
+    if op is np.less:
+        return _EMPTY if t == -_INF else (-_INF, float(np.nextafter(t, -_INF)))
+    return None
+
+
+def _threshold(physical: np.dtype, t: Any) -> float | None:
+    """The threshold as the float64 value numpy compares against, or None."""
+    if physical.kind not in "iuf" or (physical.kind in "iu" and physical.itemsize > 4):
+        return None  # int64 data compare exactly in integers, not in float64
+    if isinstance(t, bool | np.bool_):
+        return None
+    if isinstance(t, int):  # numpy compares Python ints with integer data exactly
+        if physical.kind in "iu":
+            return float(t) if abs(t) <= _EXACT else None
+        # float data: cast as numpy casts a weak Python int
+        return _cast(t, np.result_type(physical, t))
+    if isinstance(t, float):
+        return _cast(t, np.result_type(physical, t))
+    if isinstance(t, np.generic | np.ndarray) and np.ndim(t) == 0 and t.dtype.kind in "iuf":
+        value = t[()] if isinstance(t, np.ndarray) else t
+        if t.dtype.kind in "iu" and physical.kind in "iu":
+            return float(value) if abs(int(value)) <= _EXACT else None
+        return _cast(value, np.result_type(physical, t.dtype))
+    return None
+
+
+def _cast(value: Any, ctype: np.dtype) -> float | None:
+    if ctype.kind != "f":
+        return None
+    with np.errstate(over="raise", invalid="ignore"):
+        try:
+            cast = ctype.type(value)
+        except (FloatingPointError, OverflowError):
+            return None  # numpy would warn and compare against inf: leave that to numpy
+    return float(cast)
+
+
+def cut_of(op: Any, chunk: StoredChunk, other: Any, chunk_first: bool = True) -> Cut | None:
+    """``op(chunk, other)`` (``op(other, chunk)`` unless ``chunk_first``) as a :class:`Cut`."""
+    if not chunk_first:
+        op = _FLIPPED.get(op)
+    band = comparison_band(op, chunk.dtype, other) if op in COMPARISONS else None
+    if band is None:
+        return None
+    return Cut(chunk, band, ((op, other),))
+
+
+class Cut(LazyValues):
+    """The boolean mask ``lo <= chunk <= hi`` of one or more comparisons with scalars."""
+
+    __slots__ = ("band", "chunk", "dtype", "terms")
+    handlers = "dfits.array.cut_handlers:HANDLED_CUT"
+
+    def __init__(
+        self, chunk: StoredChunk, band: tuple[float, float], terms: tuple, dtype: Any = bool
+    ) -> None:
+        self.chunk = chunk
+        self.band = band
+        # the comparisons as written (chunk first): what materialize gives numpy
+        self.terms = terms
+        # 0/1 as another number type (dask's count_nonzero casts the mask to intp)
+        self.dtype = np.dtype(dtype)
+
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    size = property(lambda self: self.chunk.size)
+
+    def __repr__(self) -> str:
+        return f"Cut({self.band[0]!r} <= x <= {self.band[1]!r}, shape={self.shape})"
+
+    def materialize(self) -> np.ndarray:
+        values = self.chunk.decode()
+        mask = None
+        for op, t in self.terms:
+            step = op(values, t)
+            mask = step if mask is None else np.logical_and(mask, step, out=mask)
+        return mask if self.dtype == np.bool_ else mask.astype(self.dtype)
+
+    def count(self, axes: tuple[int, ...]) -> np.ndarray:
+        """Per-slice numbers of True values over ``axes`` (int64)."""
+        return _band_stats(self.chunk, self.band, axes)[1]
+
+    def astype(self, dtype: Any, **kwargs: Any) -> Any:
+        target = np.dtype(dtype)
+        if target.kind in "biuf" and not kwargs:
+            return self if target == self.dtype else Cut(self.chunk, self.band, self.terms, target)
+        return self.materialize().astype(dtype, **kwargs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if _is_basic(index):
+            part = self.chunk[index]
+            if isinstance(part, StoredChunk):
+                return Cut(part, self.band, self.terms, self.dtype)
+        return self.materialize()[index]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if (
+            ufunc in (np.logical_and, np.bitwise_and)
+            and method == "__call__"
+            and not kwargs
+            and len(inputs) == 2
+            and all(isinstance(i, Cut) and i.dtype == np.bool_ for i in inputs)
+            and same_values(inputs[0].chunk, inputs[1].chunk)
+        ):
+            a, b = inputs
+            band = (max(a.band[0], b.band[0]), min(a.band[1], b.band[1]))
+            return Cut(a.chunk, band, a.terms + b.terms)
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+class CutValues(LazyValues):
+    """``np.where(cut, chunk, fill)``: the chunk's values inside the cut, ``fill`` elsewhere.
+
+    ``fill`` is NaN or zero; ``dtype`` is the dtype numpy's ``where`` gives.
+    """
+
+    __slots__ = ("chunk", "cut", "dtype", "fill")
+    handlers = "dfits.array.cut_handlers:HANDLED_CUT_VALUES"
+
+    def __init__(self, cut: Cut, chunk: StoredChunk, fill: Any, dtype: np.dtype) -> None:
+        self.cut = cut
+        self.chunk = chunk
+        self.fill = fill
+        self.dtype = dtype
+
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    size = property(lambda self: self.chunk.size)
+
+    @property
+    def nan_filled(self) -> bool:
+        """True when values outside the cut read as NaN (``x.where(x > t)``)."""
+        return math.isnan(self.fill)
+
+    def __repr__(self) -> str:
+        return f"CutValues({self.cut!r}, fill={self.fill!r}, dtype={self.dtype})"
+
+    def materialize(self) -> np.ndarray:
+        values = np.where(self.cut.materialize(), self.chunk.decode(), self.fill)
+        return values.astype(self.dtype, copy=False)
+
+    decode = materialize  # what NaN masks of these values call
+
+    def stats(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Float64 sums and int64 counts of the values inside the cut, over ``axes``."""
+        return _band_stats(self.chunk, self.cut.band, axes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if _is_basic(index):
+            cut, chunk = self.cut[index], self.chunk[index]
+            if isinstance(cut, Cut) and isinstance(chunk, StoredChunk):
+                return CutValues(cut, chunk, self.fill, self.dtype)
+        return self.materialize()[index]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if (
+            ufunc is np.isnan
+            and method == "__call__"
+            and not kwargs
+            and len(inputs) == 1
+            and self.nan_filled
+        ):
+            # xarray's skipping sum and count of ``x.where(x > t)`` (see dfits.array.nanmask)
+            from dfits.array.nanmask import NanMask
+
+            return NanMask(self)
+        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+
+
+def cut_values(condition: Any, x: Any, y: Any) -> CutValues | None:
+    """``np.where(condition, x, y)`` as :class:`CutValues`, when it is one; else None.
+
+    That is a :class:`Cut` of ``x``'s own values (``x`` may be their exact widening, as
+    xarray's ``where`` casts integers to floats), and ``y`` NaN or zero: a scalar or an
+    array holding that one value no larger than the chunk.
+    """
+    if not isinstance(condition, Cut) or condition.dtype != np.bool_:
+        return None
+    if not isinstance(x, StoredChunk):
+        return None
+    if not same_values(condition.chunk, x):
+        return None
+    fill = _fill_of(y, x.shape)
+    if fill is None:
+        return None
+    dtype = np.result_type(x.dtype, y)
+    if dtype.kind != "f" or not np.can_cast(x.dtype, dtype, "safe"):
+        return None
+    return CutValues(condition, x, dtype.type(fill), dtype)
+
+
+def same_values(a: StoredChunk, b: StoredChunk) -> bool:
+    """True when two stored chunks view the same stored values (either may be widened)."""
+    if a is b:
+        return True
+    if a._u is None or b._u is None or a.spec.stored != b.spec.stored:
+        return False
+    sa, sb = a.spec, b.spec
+    if (sa.bitpix, sa.mode, sa.bscale, sa.bzero, sa.blank) != (
+        sb.bitpix,
+        sb.mode,
+        sb.bscale,
+        sb.bzero,
+        sb.blank,
+    ):
+        return False
+    ia, ib = a._u.__array_interface__, b._u.__array_interface__
+    return (
+        ia["data"] == ib["data"] and ia["shape"] == ib["shape"] and ia["strides"] == ib["strides"]
+    )
+
+
+def _fill_of(y: Any, shape: tuple[int, ...]) -> float | None:
+    """The NaN or zero that ``y`` holds everywhere, else None."""
+    if isinstance(y, bool | np.bool_):
+        return None
+    if isinstance(y, int | float):
+        value = float(y)
+    elif isinstance(y, np.generic | np.ndarray) and y.dtype.kind in "iuf" and y.size:
+        y = np.asarray(y)
+        try:
+            if np.broadcast_shapes(y.shape, shape) != shape:
+                return None
+        except ValueError:
+            return None
+        if any(y.strides):  # not one value broadcast: look at them all
+            first = y.flat[0]
+            if not (np.all(np.isnan(y)) if np.isnan(first) else not np.any(y)):
+                return None
+        value = float(y.flat[0])
+    else:
+        return None
+    return value if math.isnan(value) or value == 0 else None
+
+
+def _band_stats(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int, ...]):
+    key = ("band", band, axes)
+    memo = chunk._memo.get(key)
+    if memo is None:
+        chunk.spec.check()
+        memo = chunk._memo[key] = kernels.band_sum_count(
+            chunk.u, chunk.spec, axes, lo=band[0], hi=band[1]
+        )
+    return memo

@@ -1,0 +1,329 @@
+"""Threshold cuts: ``where(x > t, x, nan)`` sums, counts and means on the stored bytes."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dfits.array.cuts import Cut, CutValues, comparison_band
+from dfits.array.stored import StoredChunk
+from tests.array.helpers import astropy_data, block_array, replan, write_image
+
+CASES = {
+    "f32-nan-inf": (-32, None, None, None),
+    "f64": (-64, None, None, None),
+    "i16-scaled-blank": (16, 0.5, 3.0, -5),
+    "i16": (16, None, None, None),
+    "u8": (8, None, None, None),
+}
+
+
+@pytest.fixture(params=list(CASES), ids=list(CASES))
+def case(request, tmp_path):
+    bitpix, bscale, bzero, blank = CASES[request.param]
+    rng = np.random.default_rng(5)
+    shape = (9, 6, 5)
+    if bitpix < 0:
+        data = (rng.standard_normal(shape) * 4).astype(f"f{-bitpix // 8}")
+        if request.param == "f32-nan-inf":
+            data[0, 1, 2] = data[4, :, 3] = np.nan
+            data[7] = np.nan  # a whole plane missing
+            data[2, 2, 2], data[3, 3, 3] = np.inf, -np.inf
+    elif bitpix == 8:
+        data = rng.integers(0, 256, shape).astype(np.uint8)
+    else:
+        data = rng.integers(-40, 40, shape).astype(f"i{bitpix // 8}")
+        if blank is not None:
+            data[0, 1, 2] = data[4, :, 3] = blank
+    path = str(tmp_path / "c.fits")
+    offset = write_image(path, data, bscale, bzero, blank)
+    x, _ = block_array(path, offset, shape, bitpix, bscale, bzero, blank, chunks=(4, 6, 5))
+    return x, astropy_data(path)
+
+
+def _cut(a, t):  # numpy's masked values, as xarray's where gives them
+    with np.errstate(invalid="ignore"):
+        return np.where(a > t, a, np.nan)
+
+
+def _quiet(f, *args):
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return f(*args)
+
+
+# lazy (dask over dfits), oracle (numpy over astropy's values); t is a value in the data
+FUSED = {
+    "nansum": (
+        lambda x, t: da.nansum(da.where(x > t, x, np.nan)),
+        lambda a, t: np.nansum(_cut(a, t)),
+    ),
+    "nansum-axis0": (
+        lambda x, t: da.nansum(da.where(x > t, x, np.nan), axis=0),
+        lambda a, t: np.nansum(_cut(a, t), axis=0),
+    ),
+    "sum-axis12-unskipped": (
+        lambda x, t: da.where(x >= t, x, np.nan).sum(axis=(1, 2)),
+        lambda a, t: np.where(a >= t, a, np.nan).sum(axis=(1, 2)),
+    ),
+    "zero-fill-sum": (
+        lambda x, t: da.where(x < t, x, 0.0).sum(axis=(0, 2)),
+        lambda a, t: np.where(a < t, a, 0.0).sum(axis=(0, 2)),
+    ),
+    "nanmean-axis2": (
+        lambda x, t: da.nanmean(da.where(x <= t, x, np.nan), axis=2),
+        lambda a, t: np.nanmean(np.where(a <= t, a, np.nan), axis=2),
+    ),
+    "mean-axis0": (
+        lambda x, t: da.where(x > t, x, np.nan).mean(axis=0),
+        lambda a, t: np.where(a > t, a, np.nan).mean(axis=0),
+    ),
+    "count": (lambda x, t: (x > t).sum(axis=0), lambda a, t: (a > t).sum(axis=0)),
+    "count-reflected": (lambda x, t: (t < x).sum(), lambda a, t: (t < a).sum()),
+    "count-nonzero": (
+        lambda x, t: da.count_nonzero(x >= t, axis=1),
+        lambda a, t: np.count_nonzero(a >= t, axis=1),
+    ),
+    "any-all": (
+        lambda x, t: da.stack([(x > t).any(axis=0), (x > t).all(axis=0)]),
+        lambda a, t: np.stack([(a > t).any(axis=0), (a > t).all(axis=0)]),
+    ),
+    "band": (
+        lambda x, t: da.nansum(da.where((x > t - 3) & (x <= t + 2), x, np.nan), axis=(0, 1)),
+        lambda a, t: np.nansum(np.where((a > t - 3) & (a <= t + 2), a, np.nan), axis=(0, 1)),
+    ),
+    "numpy-scalar-threshold": (
+        lambda x, t: da.nansum(da.where(x > np.float64(t), x, np.nan), axis=0),
+        lambda a, t: np.nansum(np.where(a > np.float64(t), a, np.nan), axis=0),
+    ),
+    "sliced": (
+        lambda x, t: da.nansum(da.where(x[2:8, 1:] > t, x[2:8, 1:], np.nan), axis=0),
+        lambda a, t: np.nansum(_cut(a[2:8, 1:], t), axis=0),
+    ),
+}
+
+DECODED = {
+    # integer data keep integers (exact sums); float data are fused (same values)
+    "zero-fill-same-dtype": (
+        lambda x, t: da.where(x < t, x, 0).sum(axis=(0, 2)),
+        lambda a, t: np.where(a < t, a, 0).sum(axis=(0, 2)),
+    ),
+    "inverted": (lambda x, t: (~(x > t)).sum(axis=0), lambda a, t: (~(a > t)).sum(axis=0)),
+    "or": (
+        lambda x, t: ((x > t) | (x < t - 2)).sum(axis=0),
+        lambda a, t: ((a > t) | (a < t - 2)).sum(axis=0),
+    ),
+    "fill-one": (
+        lambda x, t: da.where(x > t, x, 1).sum(axis=0),
+        lambda a, t: np.where(a > t, a, 1).sum(axis=0),
+    ),
+    "other-values": (
+        lambda x, t: da.where(x > t, x + 1, np.nan).sum(axis=0),
+        lambda a, t: np.where(a > t, a + 1, np.nan).sum(axis=0),
+    ),
+    "nanmax": (
+        lambda x, t: da.nanmax(da.where(x > t, x, np.nan), axis=0),
+        lambda a, t: np.nanmax(np.where(a > t, a, np.nan), axis=0),
+    ),
+    "array-threshold": (
+        lambda x, t: (x > da.full(x.shape, t, chunks=x.chunks)).sum(axis=0),
+        lambda a, t: (a > t).sum(axis=0),
+    ),
+    "mask-values": (lambda x, t: x > t, lambda a, t: a > t),
+    "cut-values": (
+        lambda x, t: da.where(x > t, x, np.nan),
+        lambda a, t: np.where(a > t, a, np.nan),
+    ),
+    "zero-fill-nanmean": (
+        lambda x, t: da.nanmean(da.where(x > t, x, 0), axis=0),
+        lambda a, t: np.nanmean(np.where(a > t, a, 0), axis=0),
+    ),
+}
+
+
+def _threshold(ref):
+    finite = ref[np.isfinite(ref)]
+    return finite.flat[len(finite) // 3].item()  # a value in the data: ties matter
+
+
+def _check(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    if want.dtype.kind in "biu":
+        assert got.dtype.kind == want.dtype.kind
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert got.dtype == want.dtype
+        rtol = 1e-5 if want.dtype == np.float32 else 1e-10
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", list(FUSED))
+def test_cut_reductions_are_fused_and_match_numpy(case, no_decode, name):
+    x, ref = case
+    t = _threshold(ref)
+    lazy, oracle = FUSED[name]
+    _check(_quiet(lambda: lazy(x, t).compute()), _quiet(oracle, ref, t))
+
+
+@pytest.mark.parametrize("name", list(DECODED))
+def test_other_uses_of_cuts_give_numpys_values(case, name):
+    x, ref = case
+    t = _threshold(ref)
+    lazy, oracle = DECODED[name]
+    got = _quiet(lambda: lazy(x, t).compute())
+    assert type(got) is np.ndarray or np.isscalar(got)
+    _check(got, _quiet(oracle, ref, t))
+
+
+@pytest.mark.parametrize(
+    ("name", "lazy", "oracle"),
+    [
+        ("sum", lambda a, t: a.where(a > t).sum("z"), lambda r, t: np.nansum(_cut(r, t), axis=0)),
+        (
+            "sum-dims",
+            lambda a, t: a.where(a > t).sum(("y", "x")),
+            lambda r, t: np.nansum(_cut(r, t), axis=(1, 2)),
+        ),
+        (
+            "sum-min-count",
+            lambda a, t: a.where(a > t).sum("z", min_count=3),
+            lambda r, t: np.where((r > t).sum(axis=0) < 3, np.nan, np.nansum(_cut(r, t), axis=0)),
+        ),
+        ("count", lambda a, t: a.where(a > t).count("y"), lambda r, t: (r > t).sum(axis=1)),
+        (
+            "mean",
+            lambda a, t: a.where(a > t).mean("z"),
+            lambda r, t: np.nanmean(_cut(r, t), axis=0),
+        ),
+        ("mean-all", lambda a, t: a.where(a > t).mean(), lambda r, t: np.nanmean(_cut(r, t))),
+        (
+            "between",
+            lambda a, t: a.where((a > t - 3) & (a < t + 3)).sum("x"),
+            lambda r, t: np.nansum(np.where((r > t - 3) & (r < t + 3), r, np.nan), axis=2),
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_xarray_masked_reductions_are_fused(case, no_decode, name, lazy, oracle):
+    x, ref = case
+    t = _threshold(ref)
+    arr = xr.DataArray(x, dims=("z", "y", "x"))
+    got = _quiet(lambda: lazy(arr, t).compute().values)
+    want = _quiet(oracle, ref.astype(np.float64), t)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_cut_objects_reach_the_reduction(case):
+    x, _ = case
+    stored = dask.get(dict(x.__dask_graph__()), x.__dask_keys__()[0][0][0])
+    assert isinstance(stored, StoredChunk)
+    cut = stored > 0
+    assert isinstance(cut, Cut)
+    assert cut.shape == stored.shape
+    assert cut.dtype == np.bool_
+    assert isinstance(stored > 0, Cut)
+    assert isinstance((stored > 0) & (stored < 5), Cut)
+    values = np.where(cut, stored, np.nan)
+    assert isinstance(values, CutValues)
+    assert isinstance(values[1:, 2], CutValues)
+    assert isinstance(np.where(cut, stored, 0.0), CutValues)
+    assert not isinstance(np.where(cut, stored, 2.0), CutValues)
+    assert not isinstance(np.where(cut, 1.0, stored), CutValues)
+    assert type(~cut) is np.ndarray
+
+
+@pytest.mark.parametrize(
+    ("physical", "t", "op", "band"),
+    [
+        # a Python float against float32 data compares in float32 (NEP 50)
+        (np.float32, 0.1, np.greater_equal, (float(np.float32(0.1)), np.inf)),
+        # a numpy float64 keeps its precision
+        (np.float32, np.float64(0.1), np.greater_equal, (0.1, np.inf)),
+        (np.float64, 2.0, np.greater, (float(np.nextafter(2.0, np.inf)), np.inf)),
+        (np.float64, 2.0, np.less, (-np.inf, float(np.nextafter(2.0, -np.inf)))),
+        (np.int16, 2.5, np.less_equal, (-np.inf, 2.5)),
+        (np.int16, 100000, np.less, (-np.inf, float(np.nextafter(100000.0, -np.inf)))),
+        (np.float32, np.inf, np.greater, (np.inf, -np.inf)),
+        (np.float32, -np.inf, np.less, (np.inf, -np.inf)),
+        (np.float32, np.nan, np.greater_equal, (np.inf, -np.inf)),
+        (np.float32, np.array(3.0), np.greater_equal, (3.0, np.inf)),
+    ],
+)
+def test_comparison_band(physical, t, op, band):
+    assert comparison_band(op, np.dtype(physical), t) == band
+
+
+@pytest.mark.parametrize(
+    ("physical", "t"),
+    [
+        (np.int64, 3),  # int64 data compare exactly in integers
+        (np.float32, True),
+        (np.float32, 1e300),  # numpy would warn and compare against inf
+        (np.int32, 2**60),
+        (np.float32, np.array([1.0])),
+        (np.float32, "3"),
+    ],
+)
+def test_comparison_band_declines(physical, t):
+    assert comparison_band(np.greater, np.dtype(physical), t) is None
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    c0=st.integers(1, 9),
+    c1=st.integers(1, 6),
+    c2=st.integers(2, 5),
+    axis=st.sampled_from([None, 0, 1, 2, (0, 1), (1, 2), (0, 2)]),
+    op=st.sampled_from(["gt", "ge", "lt", "le"]),
+    pick=st.integers(0, 10**6),
+    nudge=st.sampled_from([-1, 0, 1]),
+)
+def test_hypothesis_cut_sums_and_counts(case, no_decode, c0, c1, c2, axis, op, pick, nudge):
+    x, ref = case
+    x = replan(x, (c0, c1, c2), "hyp-cut")
+    finite = np.unique(ref[np.isfinite(ref)])
+    t = finite[pick % finite.size]
+    if nudge and ref.dtype.kind == "f":  # the neighbours of a value: strict/closed bounds
+        t = np.nextafter(t, np.inf * nudge, dtype=ref.dtype)
+    t = t.item()
+    cmp = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal}[op]
+    keep = _quiet(cmp, ref, t)
+    want_n = keep.sum(axis=axis)
+    want = np.where(keep, ref, 0).sum(axis=axis, dtype=np.float64)
+    mask = cmp(x, t)
+    np.testing.assert_array_equal(mask.sum(axis=axis).compute(), want_n)
+    got = _quiet(lambda: da.nansum(da.where(mask, x, np.nan), axis=axis).compute())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("lazy", "oracle"),
+    [
+        (lambda x, t: x[x > t], lambda a, t: a[a > t]),
+        (lambda x, t: da.argwhere(x >= t), lambda a, t: np.argwhere(a >= t)),
+        (lambda x, t: ((x > t) == (x < t + 1)).sum(), lambda a, t: ((a > t) == (a < t + 1)).sum()),
+        (lambda x, t: (x > t).astype(np.float32).mean(), lambda a, t: (a > t).astype("f4").mean()),
+        (lambda x, t: da.isnan(x).T.sum(axis=0), lambda a, t: np.isnan(a).T.sum(axis=0)),
+        (
+            lambda x, t: x.map_blocks(lambda b: (b > t).reshape(b.shape).T.T, dtype=bool),
+            lambda a, t: a > t,
+        ),
+    ],
+    ids=["boolean-index", "argwhere", "equal", "astype-mean", "mask-transpose", "reshape"],
+)
+def test_cuts_and_masks_used_as_arrays(case, lazy, oracle):
+    """Lazy masks answer the rest of ndarray's surface with numpy's values."""
+    x, ref = case
+    t = _threshold(ref)
+    got = _quiet(lambda: np.asarray(lazy(x, t).compute()))
+    _check(got, _quiet(oracle, ref, t))
