@@ -83,9 +83,11 @@ def _cut_where(condition, x=None, y=None):
 
 def _sum(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
     axes, size = _axes(v, axis)
-    total, n = v.stats(axes)
     if not skipna and v.nan_filled:
+        total, n = v.stats(axes)
         total = np.where(n == size, total, np.nan)  # a NaN left in the slice
+    else:
+        total = v.sums(axes, dtype or v.dtype)
     value = _shape_out(v, axes, keepdims, total)
     return _partial(_finish(value, dtype or v.dtype, out), keepdims, out)
 

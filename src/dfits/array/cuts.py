@@ -211,6 +211,22 @@ class CutValues(LazyValues):
         """Float64 sums and int64 counts of the values inside the cut, over ``axes``."""
         return _band_stats(self.chunk, self.cut.band, axes)
 
+    def sums(self, axes: tuple[int, ...], dtype: Any = None) -> np.ndarray:
+        """The sums alone over ``axes``: float64, or float32 straight from the kernel.
+
+        A plain sum (xarray's masked moment map) then fills one float32 map per chunk
+        instead of float64 sums, counts and a cast (fresh memory costs more than the
+        arithmetic on this project's VM); sums already worked out are reused.
+        """
+        key = ("band", self.cut.band, axes)
+        memo = self.chunk._memo.get(key)
+        if memo is not None or dtype is None or np.dtype(dtype) != np.float32:
+            return self.stats(axes)[0]
+        self.chunk.spec.check()
+        u, spec = self.chunk.u, self.chunk.spec
+        lo, hi = self.cut.band
+        return kernels.band_sum_count(u, spec, axes, lo=lo, hi=hi, dtype=dtype, counts=False)[0]
+
     def __getitem__(self, index: Any) -> Any:
         if _is_basic(index):
             cut, chunk = self.cut[index], self.chunk[index]

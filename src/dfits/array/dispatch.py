@@ -387,7 +387,7 @@ def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, *
     x = z.chunk
     if isinstance(x, CutValues):
         axes = kernels.normalize_axis(axis, x.ndim)
-        value = _shape_out(x, axes, keepdims, x.stats(axes)[0])
+        value = _shape_out(x, axes, keepdims, x.sums(axes, dtype or x.dtype))
         return _partial(_finish(value, dtype or x.dtype, out), keepdims, out)
     return _sum(x, axis, dtype, out, keepdims, skipna=True)
 

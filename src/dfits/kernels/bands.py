@@ -33,9 +33,13 @@ _ROWS_PER_TILE = BLOCK // 8
 
 
 @functools.cache
-def band_kernels(kind: Kind):
+def band_kernels(kind: Kind, counted: bool = True):
     """Return ``(rows, cols)`` kernels ``(base, geo, scale, zero, blank, lo, hi, out_sum,
-    out_n)`` writing float64 sums and int64 counts of the values inside ``[lo, hi]``."""
+    out_n)`` writing the sums and int64 counts of the values inside ``[lo, hi]``.
+
+    Sums are accumulated in float64 and stored in ``out_sum``'s dtype. Without ``counted``
+    ``out_n`` is not written (a map of fresh memory less per chunk for a plain sum).
+    """
     ld = loaders(kind)
     phys, f64 = ld.phys, ld.f64
 
@@ -67,7 +71,8 @@ def band_kernels(kind: Kind):
                 n += c
                 total, comp = neumaier(total, comp, s)
             out_sum[a] = total + comp if np.isfinite(total) else total
-            out_n[a] = n
+            if counted:
+                out_n[a] = n
 
     @jit
     def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
@@ -111,6 +116,7 @@ def band_kernels(kind: Kind):
                 for c in range(w):
                     t = total[c]
                     out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
-                out_n[a, c0:c1] = cnt[:w]
+                if counted:
+                    out_n[a, c0:c1] = cnt[:w]
 
     return rows, cols
