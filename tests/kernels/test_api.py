@@ -407,11 +407,12 @@ def test_band_sums_of_empty_and_single_values():
 @pytest.mark.parametrize("layout", ["contiguous", "cutout"])
 def test_band_sums_stored_narrow_without_counts(spec, rng, axis, layout):
     raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
-    total, n = kernels.band_sum_count(uview(raw), spec, axis, lo=-20.0)
+    total, _n = kernels.band_sum_count(uview(raw), spec, axis, lo=-20.0)
     narrow, none = kernels.band_sum_count(
         uview(raw), spec, axis, lo=-20.0, dtype=np.float32, counts=False
     )
-    assert none is None and narrow.dtype == np.float32
+    assert none is None
+    assert narrow.dtype == np.float32
     np.testing.assert_array_equal(narrow, np.asarray(total).astype(np.float32))
     with pytest.raises(TypeError, match="float32 or float64"):
         kernels.band_sum_count(uview(raw), spec, axis, dtype=np.int32)
