@@ -4,13 +4,15 @@
         stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
         [--tmpdir DIR]
 
-Cases (``mean``, ``std``, ``nanmoment16`` and ``stdmap`` exist too, outside the default set):
+Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap`` and ``maskedmoment0`` exist too, outside
+the default set):
 ``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
 BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0``
 (axis 0) and ``spectrum`` (axes 1,2) sums of a float32 cube (256, ny, nx) of size/2;
 ``nanmoment16``: ``nansum(axis=0)`` (a moment-0 map skipping BLANKs) of an int16 cube
 (256, ny, nx) of size/4 with the same cards; ``stdmap``: ``std(axis=0)`` (a noise map) of the
-float32 cube; ``stamps``: 1000 random 32x32 cut-outs (fixed
+float32 cube; ``maskedmoment0``: ``where(x > 0.8, x, 0).sum(axis=0)`` (a thresholded moment-0
+map; the cube's values are uniform in [0, 1)); ``stamps``: 1000 random 32x32 cut-outs (fixed
 seed) from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10
 int16 HDUs.
 
@@ -86,7 +88,12 @@ TOOLS = (
     "dask-from-array",
     "dfits",
 )
-REDUCTIONS = ("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16", "stdmap")
+REDUCTIONS = (
+    *("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16", "stdmap"),
+    "maskedmoment0",
+)
+#: ``maskedmoment0`` keeps the values above this (a fifth of the cube)
+MASK_THRESHOLD = 0.8
 ALL_CASES = (*REDUCTIONS, "stamps", "headers")
 DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
 FILE_OF = {
@@ -98,6 +105,7 @@ FILE_OF = {
     "spectrum": "cube",
     "nanmoment16": "i2cube",
     "stdmap": "cube",
+    "maskedmoment0": "cube",
     "stamps": "stamps",
     "headers": "headers",
 }
@@ -446,6 +454,31 @@ def limit_kernels() -> dict:
     moment0 = over_tiles(plane_tile)
 
     @ser
+    def masked_tile(p, t0, t1, out):  # plane_tile of the values above MASK_THRESHOLD
+        acc = np.zeros(t1 - t0)
+        thr = np.float32(MASK_THRESHOLD)
+        c = 0
+        while c + 4 <= p.shape[0]:
+            r0, r1, r2, r3 = p[c, t0:t1], p[c + 1, t0:t1], p[c + 2, t0:t1], p[c + 3, t0:t1]
+            for i in range(t1 - t0):
+                v0, v1, v2, v3 = load_f4(r0[i]), load_f4(r1[i]), load_f4(r2[i]), load_f4(r3[i])
+                v0 = v0 if v0 > thr else np.float32(0)
+                v1 = v1 if v1 > thr else np.float32(0)
+                v2 = v2 if v2 > thr else np.float32(0)
+                v3 = v3 if v3 > thr else np.float32(0)
+                acc[i] += (np.float64(v0) + v1) + (np.float64(v2) + v3)
+            c += 4
+        for cc in range(c, p.shape[0]):
+            r = p[cc, t0:t1]
+            for i in range(t1 - t0):
+                v = load_f4(r[i])
+                acc[i] += v if v > thr else np.float32(0)
+        for i in range(t1 - t0):
+            out[t0 + i] = acc[i]
+
+    masked_moment0 = over_tiles(masked_tile)
+
+    @ser
     def i2_plane_tile(p, t0, t1, blank, scale, zero, out):
         # int32 sums of the stored values and counts of BLANKs through all planes (<= 65536
         # planes), four planes per pass; scaled once per pixel at the end
@@ -527,6 +560,7 @@ def limit_kernels() -> dict:
         "spectrum": lambda u, m: spectrum(u.reshape(u.shape[0], -1)),
         "nanmoment16": lambda u, m: nanmoment16(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
         "stdmap": lambda u, m: stdmap(u),
+        "maskedmoment0": lambda u, m: masked_moment0(u),
     }
 
 
@@ -540,12 +574,16 @@ def numpy_reduce(case: str, a):
         return getattr(a, case)()
     if case == "stdmap":
         return a.std(axis=0)
+    if case == "maskedmoment0":
+        return np.where(a > MASK_THRESHOLD, a, 0).sum(axis=0)
     return a.sum(axis=0 if case == "moment0" else (1, 2))
 
 
 def dask_reduce(case: str, x):
     import dask.array as da
 
+    if case == "maskedmoment0":
+        return da.where(x > MASK_THRESHOLD, x, 0).sum(axis=0).compute()
     if case == "nanmoment16":
         return da.nansum(x, axis=0).compute()
     return (da.nanmean(x) if case == "nanmean16" else numpy_reduce(case, x)).compute()
@@ -599,7 +637,7 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "LIMIT":
         kern = limit_kernels()[case]
         udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
-        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap")
+        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap", "maskedmoment0")
         shape = tuple(m["shape"]) if cube else (math.prod(m["shape"]),)
         return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
     if tool == "numpy-native":

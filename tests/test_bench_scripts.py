@@ -139,6 +139,19 @@ def test_limit_noise_map_matches_numpy(tmp_path):
     assert ("stdmap", "numpy-rawint") in compare.NOT_APPLICABLE
 
 
+def test_limit_masked_moment_map_matches_numpy():
+    # LIMIT's thresholded moment-0: values at or below the threshold left out (ties too),
+    # four planes per pass (7 planes: one pass and three more)
+    compare = _script("compare")
+    data = np.random.default_rng(4).random((7, 8, 16), dtype=np.float32)
+    data[0, 0, :4] = compare.MASK_THRESHOLD  # ties: not above the threshold
+    be = data.astype(">f4")
+    got = compare.limit_kernels()["maskedmoment0"](be.view(np.uint32), {})
+    want = compare.numpy_reduce("maskedmoment0", data)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert compare.FILE_OF["maskedmoment0"] == "cube"
+
+
 def test_mirror_order_gives_each_block_its_mirror_blocks_priority():
     import dask.array as da
     from dask.order import order

@@ -325,7 +325,9 @@ class CubeWidened(_CubeOps):
 
 
 XARRAY_TOOLS = ["dfits-engine", "dfits-engine-chunks", "astropy-memmap"]
-XARRAY_OPS = ["sum-channels", "count", "mean-sky"]
+XARRAY_OPS = ["sum-channels", "count", "mean-sky", "masked-moment0", "masked-count"]
+#: the cube's values are uniform in [0, 1): a fifth of them lie above this
+MASK_THRESHOLD = 0.8
 
 
 def xarray_op(op: str, a):
@@ -334,6 +336,10 @@ def xarray_op(op: str, a):
         return a.sum(a.dims[0])
     if op == "count":
         return a.count()
+    if op == "masked-moment0":  # a thresholded moment-0 map
+        return a.where(a > MASK_THRESHOLD).sum(a.dims[0])
+    if op == "masked-count":  # channels above the threshold, per pixel
+        return a.where(a > MASK_THRESHOLD).count(a.dims[0])
     return a.mean(a.dims[1:])
 
 
@@ -344,7 +350,8 @@ class CubeXarray(_CubeOps):
     ``chunks=None``, where reductions reach dfits' dask array; ``dfits-engine-chunks``: the
     same with ``chunks={}``, which makes xarray rebuild the dask array over its own adapters
     (decoded chunks); ``astropy-memmap``: a DataArray over astropy's memory map. xarray's
-    skipping ``sum`` and ``count`` are ``isnan``/``where`` graphs, not ``np.nansum``.
+    skipping ``sum`` and ``count`` are ``isnan``/``where`` graphs, not ``np.nansum``; the
+    ``masked-`` ops cut the cube at a threshold first (``a.where(a > t)``).
     """
 
     params: ClassVar[list] = [XARRAY_TOOLS, XARRAY_OPS]
