@@ -327,3 +327,27 @@ def test_cuts_and_masks_used_as_arrays(case, lazy, oracle):
     t = _threshold(ref)
     got = _quiet(lambda: np.asarray(lazy(x, t).compute()))
     _check(got, _quiet(oracle, ref, t))
+
+
+def test_counts_alone_and_one_pass_for_means(case, monkeypatch):
+    """A count runs the counting kernel alone; dask's mean gets sums and counts in one pass."""
+    from dfits import kernels
+
+    x, ref = case
+    t = _threshold(ref)
+    calls = []
+    real = kernels.band_sum_count
+
+    def spy(*args, **kwargs):
+        calls.append((kwargs.get("sums", True), kwargs.get("counts", True)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "band_sum_count", spy)
+    (x > t).sum(axis=0).compute()
+    xr.DataArray(x).where(xr.DataArray(x) > t).count("dim_1").compute()
+    assert calls
+    assert all(c == (False, True) for c in calls)
+    calls.clear()
+    _quiet(lambda: da.nanmean(da.where(x > t, x, np.nan), axis=0).compute())
+    assert len(calls) == x.numblocks[0]  # one pass per chunk
+    assert all(c == (True, True) for c in calls)

@@ -416,3 +416,15 @@ def test_band_sums_stored_narrow_without_counts(spec, rng, axis, layout):
     np.testing.assert_array_equal(narrow, np.asarray(total).astype(np.float32))
     with pytest.raises(TypeError, match="float32 or float64"):
         kernels.band_sum_count(uview(raw), spec, axis, dtype=np.int32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, (1, 2)], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "cutout"])
+def test_band_counts_alone(spec, rng, axis, layout):
+    raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
+    _, n = kernels.band_sum_count(uview(raw), spec, axis, lo=-20.0, hi=40.0)
+    none, alone = kernels.band_sum_count(uview(raw), spec, axis, lo=-20.0, hi=40.0, sums=False)
+    assert none is None
+    np.testing.assert_array_equal(alone, n)
+    with pytest.raises(ValueError, match="sums, counts or both"):
+        kernels.band_sum_count(uview(raw), spec, axis, sums=False, counts=False)

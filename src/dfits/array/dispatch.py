@@ -335,7 +335,7 @@ def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, 
     axes = kernels.normalize_axis(axis, x.ndim)
     size = math.prod(x.shape[a] for a in axes)
     if isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
-        valid = x.stats(axes)[1]
+        valid = x.counts(axes)
         value = valid if m.valid else size - valid
     elif x.spec.has_missing and x.size:
         valid = _stats(x, axes, True, need_m2=False)[0]

@@ -304,14 +304,15 @@ def band_sum_count(
     hi: float = np.inf,
     dtype: Any = None,
     counts: bool = True,
-) -> tuple[np.ndarray, np.ndarray | None]:
+    sums: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Sums and int64 counts of the values inside ``[lo, hi]`` over ``axis``.
 
     The bounds are compared with each physical value (as astropy decodes it) in float64;
     NaN and BLANK are never inside. An empty band (``lo > hi``, or a NaN bound) selects
     nothing. See :mod:`dfits.kernels.bands`. Sums are accumulated in float64 and come back
-    as float64, or rounded once to ``dtype`` (float32) when given. ``counts=False`` skips
-    the counts (None comes back).
+    as float64, or rounded once to ``dtype`` (float32) when given. ``counts=False`` or
+    ``sums=False`` skips that result (None comes back in its place).
     """
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
@@ -319,25 +320,31 @@ def band_sum_count(
     out_dtype = np.dtype(np.float64 if dtype is None else dtype)
     if out_dtype not in (np.float32, np.float64):
         raise TypeError(f"sums are float32 or float64, not {out_dtype}")
-    if out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
+    if not (counts or sums):
+        raise ValueError("ask for sums, counts or both")
+    if sums and out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
         # awkward layouts combine sub-results: keep those in float64, round at the end
         total, n = band_sum_count(u, spec, axes, lo=lo, hi=hi, counts=counts)
-        return total.astype(out_dtype), n
-    outs = [np.zeros(shape, out_dtype)] + ([np.zeros(shape, np.int64)] if counts else [])
-    if u.size == 0:
-        return outs[0], (outs[1] if counts else None)
-    rows, cols = band_kernels(kind, counts)
-    lo, hi = float(lo), float(hi)
+        return total.astype(out_dtype), n  # type: ignore[union-attr]
+    outs = ([np.zeros(shape, out_dtype)] if sums else []) + (
+        [np.zeros(shape, np.int64)] if counts else []
+    )
+    if u.size:
+        rows, cols = band_kernels(kind, counts, sums)
+        lo, hi = float(lo), float(hi)
 
-    def call(form, v, outs_):
-        n_out = outs_[1] if counts else np.empty((0, 0) if form == "cols" else 0, np.int64)
-        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, lo, hi, outs_[0], n_out)
+        def call(form, v, outs_):
+            # a result not asked for: an empty array the kernel never writes
+            empty = {"rows": 0, "cols": (0, 0)}[form]
+            total = outs_[0] if sums else np.empty(empty)
+            n = outs_[-1] if counts else np.empty(empty, np.int64)
+            (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, lo, hi, total, n)
 
-    def combine(parts, _):
-        return [np.sum([p[k] for p in parts], axis=0) for k in range(len(outs))]
+        def combine(parts, _):
+            return [np.sum([p[k] for p in parts], axis=0) for k in range(len(outs))]
 
-    res = _run(u, axes, outs, call, combine, _fold_sums)
-    return res[0], (res[1] if counts else None)
+        outs = _run(u, axes, outs, call, combine, _fold_sums)
+    return (outs[0] if sums else None), (outs[-1] if counts else None)
 
 
 def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts=True):

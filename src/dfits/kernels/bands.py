@@ -33,12 +33,13 @@ _ROWS_PER_TILE = BLOCK // 8
 
 
 @functools.cache
-def band_kernels(kind: Kind, counted: bool = True):
+def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
     """Return ``(rows, cols)`` kernels ``(base, geo, scale, zero, blank, lo, hi, out_sum,
     out_n)`` writing the sums and int64 counts of the values inside ``[lo, hi]``.
 
     Sums are accumulated in float64 and stored in ``out_sum``'s dtype. Without ``counted``
-    ``out_n`` is not written (a map of fresh memory less per chunk for a plain sum).
+    ``out_n`` is not written, without ``summed`` ``out_sum`` is not: a plain sum or a plain
+    count fills one map of fresh memory per chunk instead of two.
     """
     ld = loaders(kind)
     phys, f64 = ld.phys, ld.f64
@@ -70,7 +71,8 @@ def band_kernels(kind: Kind, counted: bool = True):
                     c += k
                 n += c
                 total, comp = neumaier(total, comp, s)
-            out_sum[a] = total + comp if np.isfinite(total) else total
+            if summed:
+                out_sum[a] = total + comp if np.isfinite(total) else total
             if counted:
                 out_n[a] = n
 
@@ -102,20 +104,26 @@ def band_kernels(kind: Kind, counted: bool = True):
                             v1, k1 = take(r1[c], scale, zero, blank, lo, hi)
                             v2, k2 = take(r2[c], scale, zero, blank, lo, hi)
                             v3, k3 = take(r3[c], scale, zero, blank, lo, hi)
-                            part[c] += (v0 + v1) + (v2 + v3)
-                            cnt[c] += (k0 + k1) + (k2 + k3)
+                            if summed:
+                                part[c] += (v0 + v1) + (v2 + v3)
+                            if counted:
+                                cnt[c] += (k0 + k1) + (k2 + k3)
                         first += 4
                     for b in range(first, b1 - b0):
                         row = base[o + b * sb : o + b * sb + w]
                         for c in range(w):
                             v, k = take(row[c], scale, zero, blank, lo, hi)
-                            part[c] += v
-                            cnt[c] += k
+                            if summed:
+                                part[c] += v
+                            if counted:
+                                cnt[c] += k
+                    if summed:
+                        for c in range(w):
+                            total[c], comp[c] = neumaier(total[c], comp[c], part[c])
+                if summed:
                     for c in range(w):
-                        total[c], comp[c] = neumaier(total[c], comp[c], part[c])
-                for c in range(w):
-                    t = total[c]
-                    out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
+                        t = total[c]
+                        out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
                 if counted:
                     out_n[a, c0:c1] = cnt[:w]
 
