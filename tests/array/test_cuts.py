@@ -351,3 +351,13 @@ def test_counts_alone_and_one_pass_for_means(case, monkeypatch):
     _quiet(lambda: da.nanmean(da.where(x > t, x, np.nan), axis=0).compute())
     assert len(calls) == x.numblocks[0]  # one pass per chunk
     assert all(c == (True, True) for c in calls)
+
+
+def test_threshold_from_the_data_itself(case, no_decode):
+    """``x > x.mean()``: a 0-d dask array threshold reaches each task as a 0-d numpy value."""
+    x, ref = case
+    centre = da.nanmean(x)
+    got = _quiet(lambda: da.nansum(da.where(x > centre, x, np.nan), axis=0).compute())
+    # (with inf and -inf in the data the mean is NaN, and nothing passes: as numpy)
+    want = _quiet(np.nansum, np.where(ref > centre.compute(), ref, np.nan), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
