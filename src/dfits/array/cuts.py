@@ -21,13 +21,12 @@ ulp away, which is exact because every physical value compared is a float64 exac
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize
+from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize, called_from
 
 __all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
 
@@ -218,7 +217,7 @@ class CutValues(LazyValues):
         Counted alone (one map of fresh memory per chunk, not two) unless dask's
         ``mean_chunk`` asks: it wants the sums next, and one pass gives both.
         """
-        if _inside("mean_chunk"):
+        if called_from("mean_chunk", 2, 16):
             return self.stats(axes)[1]
         return _band_counts(self.chunk, self.cut.band, axes)
 
@@ -324,18 +323,6 @@ def _fill_of(y: Any, shape: tuple[int, ...]) -> float | None:
     else:
         return None
     return value if math.isnan(value) or value == 0 else None
-
-
-def _inside(name: str, depth: int = 16) -> bool:
-    """True when a function ``name`` is among our callers (dask's chunk functions)."""
-    frame = sys._getframe(2)
-    for _ in range(depth):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == name:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _band_counts(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int, ...]):

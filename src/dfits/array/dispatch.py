@@ -14,7 +14,6 @@ kernel pass yields ``(n, mean, M2)`` and the later ``sum((x - mean) ** 2)`` is a
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +25,7 @@ from dfits.array.concat import concatenate_partials
 from dfits.array.cuts import CutValues
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.partials import PartialStack, SumPartial, as_partial
-from dfits.array.stored import Deviation, StoredChunk
+from dfits.array.stored import Deviation, StoredChunk, called_from
 from dfits.array.tiles import LazyPart, reshaped, tile_slices, value_at
 
 __all__ = ["HANDLED", "HANDLED_DEVIATION", "HANDLED_MASK", "HANDLED_ZEROED", "register_dask_hooks"]
@@ -409,14 +408,7 @@ def _called_from_moment_chunk() -> bool:
 
 def _called_from(name: str) -> bool:
     """True when a dask function ``name`` is among our caller's few nearest callers."""
-    frame = sys._getframe(3)
-    for _ in range(4):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == name:
-            return True
-        frame = frame.f_back
-    return False
+    return called_from(name, 4, 4)  # 0: called_from, 1: here, 2: a handler, 3: its caller
 
 
 def _count(x: StoredChunk, skipna: bool, **kwargs):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -364,6 +365,23 @@ class Deviation(LazyValues):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
             return Deviation(self.chunk, self.centre, int(other))
         return np.power(self.materialize(), other)
+
+
+def called_from(name: str, start: int, depth: int) -> bool:
+    """True when a function ``name`` is among ``depth`` callers, from ``start`` frames up.
+
+    How the handlers recognise dask's chunk functions (``moment_chunk``, ``arg_chunk``,
+    ``mean_chunk``) that will ask for more from the same chunk, so that one kernel pass
+    answers them all. ``start`` counts this function as frame 0.
+    """
+    frame = sys._getframe(start)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == name:
+            return True
+        frame = frame.f_back
+    return False
 
 
 @functools.cache

@@ -240,6 +240,15 @@ def _split_axis(u: np.ndarray, axes: tuple[int, ...]) -> int:
     return 0 if best is None else best
 
 
+def _sum_plan(u: np.ndarray, axis: Any, dtype: Any):
+    """Reduced axes, kept shape and the float dtype sums are stored in (float64 by default)."""
+    axes = normalize_axis(axis, u.ndim)
+    out_dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if out_dtype not in (np.float32, np.float64):
+        raise TypeError(f"sums are float32 or float64, not {out_dtype}")
+    return axes, _kept_shape(u, axes), out_dtype
+
+
 def sum_count(
     u: np.ndarray,
     spec: Spec,
@@ -262,11 +271,7 @@ def sum_count(
     memory per pixel).
     """
     kind, scale, zero, blank = _params(u, spec)
-    axes = normalize_axis(axis, u.ndim)
-    shape = _kept_shape(u, axes)
-    out_dtype = np.dtype(np.float64 if dtype is None else dtype)
-    if out_dtype not in (np.float32, np.float64):
-        raise TypeError(f"sums are float32 or float64, not {out_dtype}")
+    axes, shape, out_dtype = _sum_plan(u, axis, dtype)
     if u.size == 0:
         return np.zeros(shape, out_dtype), np.zeros(shape, np.int64)
     if kind.mode == "scaled" and kind.bitpix in (8, 16, 32):
@@ -315,11 +320,7 @@ def band_sum_count(
     ``sums=False`` skips that result (None comes back in its place).
     """
     kind, scale, zero, blank = _params(u, spec)
-    axes = normalize_axis(axis, u.ndim)
-    shape = _kept_shape(u, axes)
-    out_dtype = np.dtype(np.float64 if dtype is None else dtype)
-    if out_dtype not in (np.float32, np.float64):
-        raise TypeError(f"sums are float32 or float64, not {out_dtype}")
+    axes, shape, out_dtype = _sum_plan(u, axis, dtype)
     if not (counts or sums):
         raise ValueError("ask for sums, counts or both")
     if sums and out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
