@@ -183,3 +183,19 @@ def test_timeline_script_times_both_schedules_with_the_same_values(tmp_path, cap
     assert "same values: True" in out
     assert "first-block-first" in out
     assert "mean_agg" in out  # the timeline lists dask's tasks
+
+
+def test_abtrees_script_alternates_trees_with_the_same_values(tmp_path, capsys):
+    import shutil
+
+    abtrees = _script("abtrees")
+    src = ROOT / "src"
+    copy = tmp_path / "copy"
+    shutil.copytree(src / "dfits", copy / "dfits")  # a second tree with the same code
+    args = ["--trees", str(src), str(copy), "--case", "sum", "--size", "256KiB"]
+    assert abtrees.main([*args, "--rounds", "2", "--tmpdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "same values: True" in out
+    assert out.count("x the first tree") == 2
+    with pytest.raises(SystemExit):  # the same tree twice compares nothing
+        abtrees.main(["--trees", str(src), str(src), "--case", "sum"])
