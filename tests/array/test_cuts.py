@@ -99,6 +99,18 @@ FUSED = {
         lambda x, t: da.nansum(da.where((x > t - 3) & (x <= t + 2), x, np.nan), axis=(0, 1)),
         lambda a, t: np.nansum(np.where((a > t - 3) & (a <= t + 2), a, np.nan), axis=(0, 1)),
     ),
+    "nanmax-lower-cut": (
+        lambda x, t: da.nanmax(da.where(x >= t, x, np.nan), axis=0),
+        lambda a, t: np.nanmax(np.where(a >= t, a, np.nan), axis=0),
+    ),
+    "nanmin-upper-cut": (
+        lambda x, t: da.nanmin(da.where(x < t, x, np.nan), axis=(1, 2)),
+        lambda a, t: np.nanmin(np.where(a < t, a, np.nan), axis=(1, 2)),
+    ),
+    "nanmax-nothing-passes": (
+        lambda x, t: da.nanmax(da.where(x > np.inf, x, np.nan), axis=2),
+        lambda a, t: np.nanmax(np.where(a > np.inf, a, np.nan), axis=2),
+    ),
     "numpy-scalar-threshold": (
         lambda x, t: da.nansum(da.where(x > np.float64(t), x, np.nan), axis=0),
         lambda a, t: np.nansum(np.where(a > np.float64(t), a, np.nan), axis=0),
@@ -128,9 +140,17 @@ DECODED = {
         lambda x, t: da.where(x > t, x + 1, np.nan).sum(axis=0),
         lambda a, t: np.where(a > t, a + 1, np.nan).sum(axis=0),
     ),
-    "nanmax": (
-        lambda x, t: da.nanmax(da.where(x > t, x, np.nan), axis=0),
-        lambda a, t: np.nanmax(np.where(a > t, a, np.nan), axis=0),
+    "nanmax-band": (
+        lambda x, t: da.nanmax(da.where((x > t - 3) & (x < t + 3), x, np.nan), axis=0),
+        lambda a, t: np.nanmax(np.where((a > t - 3) & (a < t + 3), a, np.nan), axis=0),
+    ),
+    "nanmin-lower-cut": (
+        lambda x, t: da.nanmin(da.where(x > t, x, np.nan), axis=0),
+        lambda a, t: np.nanmin(np.where(a > t, a, np.nan), axis=0),
+    ),
+    "max-unskipped": (
+        lambda x, t: da.where(x > t, x, np.nan).max(axis=0),
+        lambda a, t: np.where(a > t, a, np.nan).max(axis=0),
     ),
     "array-threshold": (
         lambda x, t: (x > da.full(x.shape, t, chunks=x.chunks)).sum(axis=0),
@@ -204,6 +224,7 @@ def test_other_uses_of_cuts_give_numpys_values(case, name):
             lambda r, t: np.nanmean(_cut(r, t), axis=0),
         ),
         ("mean-all", lambda a, t: a.where(a > t).mean(), lambda r, t: np.nanmean(_cut(r, t))),
+        ("peak", lambda a, t: a.where(a > t).max("z"), lambda r, t: np.nanmax(_cut(r, t), axis=0)),
         (
             "between",
             lambda a, t: a.where((a > t - 3) & (a < t + 3)).sum("x"),
@@ -361,3 +382,14 @@ def test_threshold_from_the_data_itself(case, no_decode):
     # (with inf and -inf in the data the mean is NaN, and nothing passes: as numpy)
     want = _quiet(np.nansum, np.where(ref > centre.compute(), ref, np.nan), 0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["ge", "gt"])
+def test_peak_of_a_cut_at_the_largest_value(case, no_decode, op):
+    """Ties at the cut: ``x >= top`` keeps the largest value, ``x > top`` keeps nothing."""
+    x, ref = case
+    top = np.nanmax(np.where(np.isinf(ref), np.nan, ref)).item()
+    cmp = np.greater_equal if op == "ge" else np.greater
+    got = _quiet(lambda: da.nanmax(da.where(cmp(x, top), x, np.nan), axis=(1, 2)).compute())
+    want = _quiet(np.nanmax, np.where(_quiet(cmp, ref, top), ref, np.nan), (1, 2))
+    _check(got, want)
