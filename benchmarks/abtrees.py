@@ -18,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import compare
@@ -49,11 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         where = Path(imported_from(tree)).resolve()
         if tree not in where.parents:
             ap.error(f"with PYTHONPATH={tree}, dfits comes from {where}")
-    tmpdir = args.tmpdir or Path(tempfile.gettempdir()) / "dfits-bench"
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    kind = compare.FILE_OF[args.case]
-    path = compare.ensure_file(tmpdir, kind, args.size, False)
-    warm = compare.ensure_file(tmpdir, kind, args.size, True)
+    path, warm = compare.case_files(args.case, args.size, args.tmpdir)
     seconds: dict[Path, list[float]] = {t: [] for t in trees}
     checks: dict[Path, object] = {}
     saved = os.environ.get("PYTHONPATH")

@@ -273,6 +273,14 @@ CACHE_STATES = {
 }
 
 
+def case_files(case: str, size: int, tmpdir: Path | None) -> tuple[Path, Path]:
+    """The case's big file and its small warm-up twin, made (or reused) in ``tmpdir``."""
+    tmpdir = tmpdir or Path(tempfile.gettempdir()) / "dfits-bench"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    kind = FILE_OF[case]
+    return ensure_file(tmpdir, kind, size, False), ensure_file(tmpdir, kind, size, True)
+
+
 def preread(path: Path, cache: str = "large") -> None:
     """Pull the whole file into the page cache, in the folio sizes ``cache`` asks for.
 
@@ -784,8 +792,7 @@ def run_one(case: str, tool: str, path: Path, warm: Path, timeout: float, cache:
 
 
 def measure(case: str, tmpdir: Path, size: int, runs: int, timeout: float, cache: str) -> dict:
-    kind = FILE_OF[case]
-    path, warm = ensure_file(tmpdir, kind, size, False), ensure_file(tmpdir, kind, size, True)
+    path, warm = case_files(case, size, tmpdir)
     meta = json.loads(path.with_suffix(".json").read_text())
     tools = [t for t in TOOLS if (case, t) not in NOT_APPLICABLE]
     out = {t: {"times": [], "rss": [], "check": None, "error": None} for t in tools}

@@ -27,7 +27,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -105,11 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", choices=sorted(compare.CACHE_STATES), default="large")
     ap.add_argument("--show", action="store_true", help="print the last timelines")
     args = ap.parse_args(argv)
-    tmpdir = args.tmpdir or Path(tempfile.gettempdir()) / "dfits-bench"
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    kind = compare.FILE_OF[args.case]
-    path = compare.ensure_file(tmpdir, kind, args.size, False)
-    warm = compare.ensure_file(tmpdir, kind, args.size, True)
+    path, warm = compare.case_files(args.case, args.size, args.tmpdir)
     got: dict[str, list[dict]] = {s: [] for s in SCHEDULES}
     for r in range(args.rounds):
         for schedule in SCHEDULES[r % 2 :] + SCHEDULES[: r % 2]:

@@ -30,6 +30,16 @@ def block_array(path, offset, shape, bitpix, bscale=None, bzero=None, blank=None
     return dask_array(block, norm, f"test-{path}-{norm}"), spec
 
 
+def encoded_case(tmp_path, data, encoding, chunks):
+    """Write stored ``data`` with ``encoding`` (BITPIX, BSCALE, BZERO, BLANK); return its dfits
+    dask array under ``chunks`` and astropy's values of it."""
+    bitpix, bscale, bzero, blank = encoding
+    path = str(tmp_path / "case.fits")
+    offset = write_image(path, data, bscale, bzero, blank)
+    x, _ = block_array(path, offset, data.shape, bitpix, bscale, bzero, blank, chunks=chunks)
+    return x, astropy_data(path)
+
+
 def astropy_data(path):
     with fits.open(path) as hl:
         data = hl[0].data

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
-from tests.array.helpers import astropy_data, block_array, replan, write_image
+from tests.array.helpers import encoded_case, replan
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -26,7 +26,7 @@ CASES = {
 
 @pytest.fixture(params=list(CASES), ids=list(CASES))
 def case(request, tmp_path):
-    bitpix, bscale, bzero, blank = CASES[request.param]
+    bitpix, _, _, blank = CASES[request.param]
     rng = np.random.default_rng(11)
     shape = (9, 6, 5)
     if bitpix < 0:
@@ -38,10 +38,7 @@ def case(request, tmp_path):
         data = rng.integers(-1000, 1000, shape).astype(f"i{bitpix // 8}")
         if blank is not None:
             data[0, 1, 2] = data[4, :, 3] = blank
-    path = str(tmp_path / "m.fits")
-    offset = write_image(path, data, bscale, bzero, blank)
-    x, _ = block_array(path, offset, shape, bitpix, bscale, bzero, blank, chunks=(4, 6, 5))
-    return x, astropy_data(path)
+    return encoded_case(tmp_path, data, CASES[request.param], (4, 6, 5))
 
 
 # lazy (dask over dfits), oracle (numpy over astropy's values)
