@@ -4,17 +4,19 @@
         stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
         [--tmpdir DIR]
 
-Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap`` and ``maskedmoment0`` exist too, outside
-the default set):
+Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap``, ``maskedmoment0`` and ``maskedmoment16``
+exist too, outside the default set):
 ``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
 BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0``
 (axis 0) and ``spectrum`` (axes 1,2) sums of a float32 cube (256, ny, nx) of size/2;
 ``nanmoment16``: ``nansum(axis=0)`` (a moment-0 map skipping BLANKs) of an int16 cube
 (256, ny, nx) of size/4 with the same cards; ``stdmap``: ``std(axis=0)`` (a noise map) of the
 float32 cube; ``maskedmoment0``: ``where(x > 0.8, x, 0).sum(axis=0)`` (a thresholded moment-0
-map; the cube's values are uniform in [0, 1)); ``stamps``: 1000 random 32x32 cut-outs (fixed
-seed) from a 4000x4000 float32 image; ``headers``: every header of a file of 10,000 10x10
-int16 HDUs.
+map; the cube's values are uniform in [0, 1)); ``maskedmoment16``:
+``nansum(where(x > 12810, x, nan), axis=0)`` of the int16 cube (xarray's
+``where(x > t).sum(dim)``; a fifth of its values are above); ``stamps``: 1000 random 32x32
+cut-outs (fixed seed) from a 4000x4000 float32 image; ``headers``: every header of a file of
+10,000 10x10 int16 HDUs.
 
 Methodology
 
@@ -90,10 +92,12 @@ TOOLS = (
 )
 REDUCTIONS = (
     *("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16", "stdmap"),
-    "maskedmoment0",
+    *("maskedmoment0", "maskedmoment16"),
 )
 #: ``maskedmoment0`` keeps the values above this (a fifth of the cube)
 MASK_THRESHOLD = 0.8
+#: ``maskedmoment16`` keeps the physical values above this (stored integers above 25600)
+MASK16_THRESHOLD = 12810.0
 ALL_CASES = (*REDUCTIONS, "stamps", "headers")
 DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
 FILE_OF = {
@@ -106,6 +110,7 @@ FILE_OF = {
     "nanmoment16": "i2cube",
     "stdmap": "cube",
     "maskedmoment0": "cube",
+    "maskedmoment16": "i2cube",
     "stamps": "stamps",
     "headers": "headers",
 }
@@ -132,6 +137,7 @@ HOW = {  # what each tool does, by tool or by (case, tool)
     "dask-from-array": "da.from_array(fits.open(path)[0].data, chunks='auto') + dask",
     ("nanmean16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nanmean",
     ("nanmoment16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nansum(axis=0)",
+    ("maskedmoment16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.where + np.nansum",
     ("stamps", "LIMIT"): "np.memmap('>f4') slice .astype(native)",
     ("stamps", "numpy-native"): "slice copy of a preloaded native array",
     ("stamps", "astropy-eager"): "fits.getdata then slice",
@@ -516,6 +522,51 @@ def limit_kernels() -> dict:
             raw = np.float64(s[i]) - np.float64(k[i]) * blank
             out[t0 + i] = np.float32(scale * raw + zero * (n - k[i]))
 
+    @njit(inline="always", nogil=True)
+    def keep16(u, blank, above):
+        x = np.int32(load_i2(u))
+        ok = (x > above) & (x != blank)
+        return (x if ok else np.int32(0)), np.int32(ok)
+
+    @ser
+    def i2_masked_tile(p, t0, t1, blank, above, scale, zero, out):
+        # i2_plane_tile of the stored integers above ``above`` (the threshold in stored
+        # units): int32 sums and counts of the values kept, scaled once per pixel
+        w = t1 - t0
+        s = np.zeros(w, np.int32)
+        k = np.zeros(w, np.int32)
+        c = 0
+        while c + 4 <= p.shape[0]:
+            r0, r1, r2, r3 = p[c, t0:t1], p[c + 1, t0:t1], p[c + 2, t0:t1], p[c + 3, t0:t1]
+            for i in range(w):
+                v0, k0 = keep16(r0[i], blank, above)
+                v1, k1 = keep16(r1[i], blank, above)
+                v2, k2 = keep16(r2[i], blank, above)
+                v3, k3 = keep16(r3[i], blank, above)
+                s[i] = np.int32(s[i] + np.int32((v0 + v1) + (v2 + v3)))
+                k[i] = np.int32(k[i] + np.int32((k0 + k1) + (k2 + k3)))
+            c += 4
+        for cc in range(c, p.shape[0]):
+            r = p[cc, t0:t1]
+            for i in range(w):
+                v, kk = keep16(r[i], blank, above)
+                s[i] = np.int32(s[i] + v)
+                k[i] = np.int32(k[i] + kk)
+        for i in range(w):
+            out[t0 + i] = np.float32(scale * np.float64(s[i]) + zero * np.float64(k[i]))
+
+    @par
+    def masked_moment16(u, blank, above, scale, zero):
+        p = u.reshape(u.shape[0], -1)
+        out = np.empty(p.shape[1], np.float32)
+        for t in prange((p.shape[1] + tile - 1) // tile):
+            i2_masked_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), blank, above, scale,
+                           zero, out)  # fmt: skip
+        return out.reshape(u.shape[1:])
+
+    def above16(m):  # the threshold in stored integers (a positive BSCALE)
+        return np.int32(math.floor((MASK16_THRESHOLD - m["BZERO"]) / m["BSCALE"]))
+
     @par
     def nanmoment16(u, blank, scale, zero):
         p = u.reshape(u.shape[0], -1)
@@ -569,6 +620,9 @@ def limit_kernels() -> dict:
         "nanmoment16": lambda u, m: nanmoment16(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
         "stdmap": lambda u, m: stdmap(u),
         "maskedmoment0": lambda u, m: masked_moment0(u),
+        "maskedmoment16": lambda u, m: masked_moment16(
+            u, np.int16(m["BLANK"]), above16(m), m["BSCALE"], m["BZERO"]
+        ),
     }
 
 
@@ -584,6 +638,8 @@ def numpy_reduce(case: str, a):
         return a.std(axis=0)
     if case == "maskedmoment0":
         return np.where(a > MASK_THRESHOLD, a, 0).sum(axis=0)
+    if case == "maskedmoment16":
+        return np.nansum(np.where(a > MASK16_THRESHOLD, a, np.nan), axis=0)
     return a.sum(axis=0 if case == "moment0" else (1, 2))
 
 
@@ -592,6 +648,8 @@ def dask_reduce(case: str, x):
 
     if case == "maskedmoment0":
         return da.where(x > MASK_THRESHOLD, x, 0).sum(axis=0).compute()
+    if case == "maskedmoment16":
+        return da.nansum(da.where(x > MASK16_THRESHOLD, x, np.nan), axis=0).compute()
     if case == "nanmoment16":
         return da.nansum(x, axis=0).compute()
     return (da.nanmean(x) if case == "nanmean16" else numpy_reduce(case, x)).compute()
@@ -645,7 +703,7 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "LIMIT":
         kern = limit_kernels()[case]
         udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
-        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap", "maskedmoment0")
+        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap") or case.startswith("masked")
         shape = tuple(m["shape"]) if cube else (math.prod(m["shape"]),)
         return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
     if tool == "numpy-native":

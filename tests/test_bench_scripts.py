@@ -125,6 +125,29 @@ def test_limit_int16_moment_map_matches_astropy(tmp_path):
     assert ("nanmoment16", "numpy-rawint") in compare.NOT_APPLICABLE
 
 
+def test_limit_masked_int16_moment_map_matches_astropy(tmp_path):
+    # LIMIT's thresholded int16 moment map (the threshold in stored integers, ties and BLANKs
+    # left out; 7 planes: a pass of four and three more) against numpy on astropy's values
+    from astropy.io import fits
+
+    compare = _script("compare")
+    meta = {"shape": [7, 8, 16], "bitpix": 16, "BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+    path = tmp_path / "i2cube.fits"
+    compare.write_image(path, "i2cube", meta)
+    stored = np.memmap(path, ">i2", "r+", meta["offset"], tuple(meta["shape"]))
+    stored[0, 0, :3] = (compare.MASK16_THRESHOLD - 10.0) / 0.5  # ties: not above it
+    stored.flush()
+    u = np.memmap(path, np.uint16, "r", meta["offset"], tuple(meta["shape"]))
+    got = compare.limit_kernels()["maskedmoment16"](u, meta)
+    data = fits.getdata(path)
+    assert np.isnan(data).any()
+    assert (data == compare.MASK16_THRESHOLD).sum() == 3
+    want = compare.numpy_reduce("maskedmoment16", data.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert 0 < np.count_nonzero(got) < got.size  # some pixels keep nothing
+    assert compare.FILE_OF["maskedmoment16"] == "i2cube"
+
+
 def test_limit_noise_map_matches_numpy(tmp_path):
     # LIMIT's std(axis=0): sums shifted by the first plane, four planes per pass (7 planes:
     # one pass and three more), float64 throughout; values offset so that unshifted sums

@@ -19,7 +19,7 @@ import numpy as np
 from dfits.kernels._compile import NARROW_BLOCK
 from dfits.kernels._loaders import Kind, kind_of
 from dfits.kernels._shape import flat_view, layout_for
-from dfits.kernels.bands import band_kernels
+from dfits.kernels.bands import band_kernels, raw_interval, rawband_kernels
 from dfits.kernels.decode import decode_kernel
 from dfits.kernels.extrema import extrema_kernels, minmax_kernels
 from dfits.kernels.moments import isum_kernels, moments_kernels, rawsum_kernels, sum_kernels
@@ -327,6 +327,10 @@ def band_sum_count(
         # awkward layouts combine sub-results: keep those in float64, round at the end
         total, n = band_sum_count(u, spec, axes, lo=lo, hi=hi, counts=counts)
         return total.astype(out_dtype), n  # type: ignore[union-attr]
+    if u.size and kind.mode == "scaled" and kind.bitpix in (8, 16):
+        span = raw_interval(kind.bitpix, scale, zero, float(lo), float(hi))
+        if span is not None:
+            return _raw_band_sum(u, kind, scale, zero, blank, axes, span, out_dtype, counts, sums)
     outs = ([np.zeros(shape, out_dtype)] if sums else []) + (
         [np.zeros(shape, np.int64)] if counts else []
     )
@@ -348,14 +352,40 @@ def band_sum_count(
     return (outs[0] if sums else None), (outs[-1] if counts else None)
 
 
+def _raw_band_sum(u, kind, scale, zero, blank, axes, span, out_dtype, counts, sums):
+    """Band sums and counts of scaled 8/16-bit integers from the stored integers in ``span``."""
+    shape = _kept_shape(u, axes)
+    if out_dtype != np.float64 and not _sums_once(u, axes, kind):
+        # blocks of rows are added up: do that in float64, round at the end
+        total, n = _raw_band_sum(u, kind, scale, zero, blank, axes, span, np.float64, counts, sums)
+        return (None if total is None else total.astype(out_dtype)), n
+    outs = [np.zeros(shape, out_dtype), np.zeros(shape, np.int64)]
+    rows, cols = rawband_kernels(kind)
+    first, last = np.int32(span[0]), np.int32(span[1])
+
+    def call(form, v, outs_):
+        kernel = rows if form == "rows" else cols
+        kernel(*_flat(v), blank, first, last, scale, zero, sums, counts, *outs_)
+
+    def combine(parts, _):
+        return [np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)]
+
+    total, n = _run(u, axes, outs, call, combine, _fold_sums)
+    return (total if sums else None), (n if counts else None)
+
+
+def _sums_once(u: np.ndarray, axes: tuple[int, ...], kind: Kind) -> bool:
+    """Whether the raw-integer kernels write each sum once (not ``+=`` per block of rows)."""
+    layout = layout_for(u, frozenset(axes))
+    return layout is not None and (
+        layout[0] == "rows" or kind.bitpix == 32 or layout[1].shape[1] <= NARROW_BLOCK
+    )
+
+
 def _scaled_integer_sum(u, kind, scale, zero, blank, axes, skipna, out_dtype, counts=True):
     """Sums of scaled integers (``scale·Σraw + zero·n``) straight from the stored integers."""
     shape = _kept_shape(u, axes)
-    layout = layout_for(u, frozenset(axes))
-    once = layout is not None and (
-        layout[0] == "rows" or kind.bitpix == 32 or layout[1].shape[1] <= NARROW_BLOCK
-    )
-    if out_dtype != np.float64 and not once:
+    if out_dtype != np.float64 and not _sums_once(u, axes, kind):
         # sub-results or blocks of rows are added up: do that in float64, round at the end
         total, n = _scaled_integer_sum(
             u, kind, scale, zero, blank, axes, skipna, np.float64, counts
