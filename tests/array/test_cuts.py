@@ -116,6 +116,22 @@ FUSED = {
         lambda x, t: da.nansum(da.where(x[2:8, 1:] > t, x[2:8, 1:], np.nan), axis=0),
         lambda a, t: np.nansum(_cut(a[2:8, 1:], t), axis=0),
     ),
+    "nanvar-axis0": (
+        lambda x, t: da.nanvar(da.where(x > t, x, np.nan), axis=0),
+        lambda a, t: np.nanvar(_cut(a, t), axis=0),
+    ),
+    "nanstd-all-ddof1": (
+        lambda x, t: da.nanstd(da.where(x > t, x, np.nan), ddof=1),
+        lambda a, t: np.nanstd(_cut(a, t), ddof=1),
+    ),
+    "var-axis12-unskipped": (
+        lambda x, t: da.where(x >= t, x, np.nan).var(axis=(1, 2)),
+        lambda a, t: np.where(a >= t, a, np.nan).var(axis=(1, 2)),
+    ),
+    "nanstd-band-axis02": (
+        lambda x, t: da.nanstd(da.where((x > t - 3) & (x <= t + 2), x, np.nan), axis=(0, 2)),
+        lambda a, t: np.nanstd(np.where((a > t - 3) & (a <= t + 2), a, np.nan), axis=(0, 2)),
+    ),
 }
 
 DECODED = {
@@ -161,6 +177,15 @@ DECODED = {
     "zero-fill-nanmean": (
         lambda x, t: da.nanmean(da.where(x > t, x, 0), axis=0),
         lambda a, t: np.nanmean(np.where(a > t, a, 0), axis=0),
+    ),
+    "zero-fill-var": (
+        lambda x, t: da.where(x > t, x, 0.0).var(axis=0),
+        lambda a, t: np.where(a > t, a, 0.0).var(axis=0),
+    ),
+    # ``values - c`` outside dask's moment_chunk: plain values
+    "shifted-values": (
+        lambda x, t: ((da.where(x > t, x, np.nan) - 1.5) ** 2).sum(axis=0),
+        lambda a, t: ((_cut(a, t) - 1.5) ** 2).sum(axis=0),
     ),
 }
 
@@ -227,6 +252,12 @@ def test_other_uses_of_cuts_give_numpys_values(case, name):
             lambda a, t: a.where((a > t - 3) & (a < t + 3)).sum("x"),
             lambda r, t: np.nansum(np.where((r > t - 3) & (r < t + 3), r, np.nan), axis=2),
         ),
+        ("std", lambda a, t: a.where(a > t).std("z"), lambda r, t: np.nanstd(_cut(r, t), axis=0)),
+        (
+            "var-dims-ddof1",
+            lambda a, t: a.where(a > t).var(("y", "x"), ddof=1),
+            lambda r, t: np.nanvar(_cut(r, t), axis=(1, 2), ddof=1),
+        ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -256,6 +287,30 @@ def test_cut_objects_reach_the_reduction(case):
     assert not isinstance(np.where(cut, stored, 2.0), CutValues)
     assert not isinstance(np.where(cut, 1.0, stored), CutValues)
     assert type(~cut) is np.ndarray
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+def test_squared_deviations_of_cut_values(case, no_decode, skipna):
+    """``Σ (values - c)²`` over a cut's values, for any centre: NaN outside the cut is
+    skipped or makes the slice NaN, as numpy's sum of the decoded values does."""
+    from dfits.array.stored import Deviation
+
+    x, ref = case
+    t = _threshold(ref)
+    stored = dask.get(dict(x.__dask_graph__()), x.__dask_keys__()[0][0][0])
+    values = np.where(stored > t, stored, np.nan)
+    want_values = _cut(ref[: stored.shape[0]], t)
+    reduce = np.nansum if skipna else np.sum
+    for axis in (0, (1, 2), None):
+        # dask's centre: its chunk's means, with the reduced axes kept
+        centre = np.full(np.shape(np.sum(want_values, axis=axis, keepdims=True)), 1.25)
+        got = _quiet(reduce, Deviation(values, centre) ** 2, axis)
+        want = _quiet(reduce, (want_values - np.asarray(centre)) ** 2, axis)
+        # an infinity inside the cut makes the slice NaN (its M2 is inf - inf), as numpy's
+        # var does, not the inf of a sum of squares about a finite centre: dask's centre is
+        # the chunk's mean, inf there, and its own sum then has NaN terms too
+        want = np.where(np.any(np.isinf(want_values), axis=axis), np.nan, want)
+        _check(np.asarray(got, np.float64), np.asarray(want, np.float64))
 
 
 @pytest.mark.parametrize(
@@ -369,6 +424,74 @@ def test_counts_alone_and_one_pass_for_means(case, monkeypatch):
     _quiet(lambda: da.nanmean(da.where(x > t, x, np.nan), axis=0).compute())
     assert len(calls) == x.numblocks[0]  # one pass per chunk
     assert all(c == (True, True) for c in calls)
+
+
+def test_one_pass_for_masked_variances(case, monkeypatch):
+    """dask's moment_chunk gets counts, sums and squared deviations from one kernel pass."""
+    from dfits import kernels
+
+    x, ref = case
+    t = _threshold(ref)
+    calls = []
+    for name in ("band_moments", "band_sum_count"):
+        real = getattr(kernels, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(kernels, name, spy)
+    _quiet(lambda: da.nanstd(da.where(x > t, x, np.nan), axis=(0, 1)).compute())
+    assert calls == ["band_moments"] * x.numblocks[0]
+    calls.clear()
+    arr = xr.DataArray(x, dims=("z", "y", "x"))
+    _quiet(lambda: arr.where(arr > t).var("z").compute())
+    assert calls == ["band_moments"] * x.numblocks[0]
+
+
+@pytest.mark.parametrize(
+    ("lazy", "oracle"),
+    [
+        (
+            lambda x: da.nanstd(da.where(x > 0.5, x, np.nan), axis=0),
+            lambda a: np.nanstd(_cut(a, 0.5), axis=0),
+        ),
+        (
+            lambda x: da.where(x > 0.5, x, 0.0).std(axis=0),
+            lambda a: np.where(a > 0.5, a, 0.0).std(axis=0),
+        ),
+        (
+            lambda x: da.nanvar(da.where(x > 0.5, x, np.nan) * 1.0, axis=0),
+            lambda a: np.nanvar(_cut(a, 0.5), axis=0),
+        ),
+    ],
+    ids=["fused", "zero-fill", "decoded"],
+)
+def test_masked_variance_maps_with_large_partials(tmp_path, lazy, oracle):
+    """Maps whose partials are large enough to be added lazily (``u = total / n`` is then a
+    lazy quotient): ``values - u`` must work on every route (it raised TypeError before)."""
+    data = np.random.default_rng(2).random((3, 64, 1024), dtype=np.float32)
+    x, ref = encoded_case(tmp_path, data, (-32, None, None, None), (1, 64, 1024))
+    got = _quiet(lambda: lazy(x).compute())
+    _check(got, _quiet(oracle, ref))
+
+
+def test_lazy_quotients_meet_cut_values_as_arrays(case):
+    """Outside the fused route a lazy quotient of partials is worked out like the values."""
+    from dfits.array.tiles import LazyPart
+
+    x, ref = case
+    t = _threshold(ref)
+    stored = dask.get(dict(x.__dask_graph__()), x.__dask_keys__()[0][0][0])
+    values = np.where(stored > t, stored, 0.0)
+    total = np.arange(stored.shape[1] * stored.shape[2], dtype=np.float64).reshape(
+        1, *stored.shape[1:]
+    )
+    centre = LazyPart(np.true_divide, [total, np.full_like(total, 4.0)], total.shape)
+    got = _quiet(np.subtract, values, centre)
+    part = ref[: stored.shape[0]]
+    want = _quiet(np.subtract, np.where(_quiet(np.greater, part, t), part, 0.0), total / 4)
+    _check(got, want)
 
 
 def test_threshold_from_the_data_itself(case, no_decode):

@@ -418,6 +418,54 @@ def test_band_sums_stored_narrow_without_counts(spec, rng, axis, layout):
         kernels.band_sum_count(uview(raw), spec, axis, dtype=np.int32)
 
 
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed", "readonly", "cutout"])
+def test_band_moments_match_oracle(spec, rng, axis, layout):
+    raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
+    v = oracle.decode(raw, spec).astype(np.float64)
+    finite = v[np.isfinite(v)]
+    edges = [(finite.min(), finite.max()), (np.median(finite), np.inf)] if finite.size else []
+    for lo, hi in BANDS + edges:
+        n, mean, m2 = kernels.band_moments(uview(raw), spec, axis, lo=lo, hi=hi)
+        want_n, want_mean, want_m2 = oracle.band_moments(raw, spec, axis, lo, hi)
+        np.testing.assert_array_equal(n, want_n)
+        assert n.dtype == np.int64
+        # NaN exactly where nothing is inside; scaled float32 values are accumulated from
+        # their float64 scaling, the oracle's from the float32-rounded ones
+        rounded = spec.physical == np.float32 and spec.mode == "scaled"
+        rtol = 1e-6 if rounded else 1e-12
+        np.testing.assert_allclose(mean, want_mean, rtol=rtol, atol=1e-9)
+        big = np.nanmax(np.abs(finite)) ** 2 if finite.size else 1.0
+        np.testing.assert_allclose(m2, want_m2, rtol=rtol * 1e3, atol=1e-12 * big * raw.size)
+
+
+@pytest.mark.parametrize("nb", [3, 70, 601])
+def test_band_moments_of_offset_columns(rng, nb):
+    # a large offset and a band that drops the first rows: the shifted sums must not cancel
+    spec = parse_decode_spec(-64, None, None, None)[0]
+    raw = (1e8 + rng.standard_normal((2, nb, 5))).astype(">f8")
+    raw[:, :2] = 0.0  # outside the band, first in every column
+    for axis in (1, (0, 1), 2):
+        n, mean, m2 = kernels.band_moments(uview(raw), spec, axis, lo=1e7, hi=np.inf)
+        want = oracle.band_moments(raw, spec, axis, 1e7, np.inf)
+        np.testing.assert_array_equal(n, want[0])
+        np.testing.assert_allclose(mean, want[1], rtol=1e-14)
+        np.testing.assert_allclose(m2, want[2], rtol=1e-7)
+
+
+def test_band_moments_of_nothing():
+    spec = parse_decode_spec(16, 0.5, 3.0, -5)[0]
+    n, mean, m2 = kernels.band_moments(uview(np.zeros((0, 4), ">i2")), spec, 0, lo=0.0)
+    np.testing.assert_array_equal(n, np.zeros(4, np.int64))
+    assert np.isnan(mean).all()
+    assert np.isnan(m2).all()
+    raw = np.array([[-5, 7], [-5, 9]], ">i2")  # BLANKs only in the first column
+    n, mean, m2 = kernels.band_moments(uview(raw), spec, 0)
+    np.testing.assert_array_equal(n, [0, 2])
+    np.testing.assert_array_equal(mean, [np.nan, 7.0])
+    np.testing.assert_array_equal(m2, [np.nan, 0.5])  # 6.5 and 7.5
+
+
 @pytest.mark.parametrize("axis", [None, 0, (1, 2)], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "cutout"])
 def test_band_counts_alone(spec, rng, axis, layout):

@@ -32,6 +32,9 @@ def _inside(bitpix, scale, zero, lo, hi):
 
 
 def _check_interval(bitpix, scale, zero, lo, hi):
+    # Python floats, as the kernels' callers pass them (numpy's weak scalars: they must not
+    # be rounded to float32 when compared with float32 values)
+    lo, hi = float(lo), float(hi)
     span = raw_interval(bitpix, scale, zero, lo, hi)
     keep = _inside(bitpix, scale, zero, lo, hi)
     stored = _all_stored(bitpix).astype(np.int64)

@@ -12,7 +12,11 @@ sees the previous one's result:
   lazy :class:`CutValues` chunk;
 * sums, counts and means of those run the band kernel (:mod:`dfits.kernels.bands`) on the
   stored bytes: one pass gives the sums and counts that ``nansum``, xarray's skipping ``sum``
-  (``where(isnan(y), 0, y)``), ``count`` and ``mean`` ask for.
+  (``where(isnan(y), 0, y)``), ``count`` and ``mean`` ask for;
+* variances of NaN-filled values: inside dask's ``moment_chunk`` one pass of the banded
+  moments kernel gives ``(n, mean, M2)`` of the values inside the cut; its count and sum
+  come from those, and ``values - mean`` is a lazy
+  :class:`~dfits.array.stored.Deviation` whose squared sum is ``M2 + n (mean - c)²``.
 
 Any other use materialises numpy's exact value. A strict bound becomes a closed one a float64
 ulp away, which is exact because every physical value compared is a float64 exactly.
@@ -26,7 +30,14 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize, called_from
+from dfits.array.stored import (
+    Deviation,
+    LazyValues,
+    StoredChunk,
+    _is_basic,
+    _materialize,
+    called_from,
+)
 
 __all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
 
@@ -208,16 +219,42 @@ class CutValues(LazyValues):
     decode = materialize  # what NaN masks of these values call
 
     def stats(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Float64 sums and int64 counts of the values inside the cut, over ``axes``."""
+        """Float64 sums and int64 counts of the values inside the cut, over ``axes``.
+
+        Inside dask's ``moment_chunk`` (a variance) they are worked out from the banded
+        moments, which that step asks for next: one pass of the stored bytes for all three.
+        """
+        key = ("band", self.cut.band, axes)
+        if key not in self.chunk._memo and (
+            ("band-moments", self.cut.band, axes) in self.chunk._memo
+            or called_from("moment_chunk", 2, 16)
+        ):
+            n, mean, _ = self.moments(axes)
+            with np.errstate(invalid="ignore"):
+                total = np.where(n > 0, mean * n, 0.0)
+            self.chunk._memo[key] = (total, n)
         return _band_stats(self.chunk, self.cut.band, axes)
+
+    def moments(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(n, mean, M2)`` of the values inside the cut over ``axes`` (memoised)."""
+        key = ("band-moments", self.cut.band, axes)
+        memo = self.chunk._memo.get(key)
+        if memo is None:
+            self.chunk.spec.check()
+            lo, hi = self.cut.band
+            memo = self.chunk._memo[key] = kernels.band_moments(
+                self.chunk.u, self.chunk.spec, axes, lo=lo, hi=hi
+            )
+        return memo
 
     def counts(self, axes: tuple[int, ...]) -> np.ndarray:
         """The int64 counts of values inside the cut over ``axes``.
 
         Counted alone (one map of fresh memory per chunk, not two) unless dask's
-        ``mean_chunk`` asks: it wants the sums next, and one pass gives both.
+        ``mean_chunk`` or ``moment_chunk`` asks: they want the sums (and squared deviations)
+        next, and one pass gives them all.
         """
-        if called_from("mean_chunk", 2, 16):
+        if called_from("mean_chunk", 2, 16) or called_from("moment_chunk", 2, 16):
             return self.stats(axes)[1]
         return _band_counts(self.chunk, self.cut.band, axes)
 
@@ -256,6 +293,17 @@ class CutValues(LazyValues):
             from dfits.array.nanmask import NanMask
 
             return NanMask(self)
+        if (
+            ufunc is np.subtract
+            and method == "__call__"
+            and not kwargs
+            and len(inputs) == 2
+            and inputs[0] is self
+            and self.nan_filled
+            and called_from("moment_chunk", 2, 4)
+        ):
+            # dask's ``d = A - u`` on the way to ``Σ d²``: answered from the banded moments
+            return Deviation(self, inputs[1])
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 

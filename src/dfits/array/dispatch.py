@@ -281,7 +281,16 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
         return func(d.materialize(), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
     x = d.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
-    n, _, mean, m2 = _stats(x, axes, skipna, need_m2=True)
+    if isinstance(x, CutValues):
+        # the values inside a cut, NaN elsewhere: its banded moments; unskipped, a slice
+        # with a value outside the cut sums to NaN
+        n, mean, m2 = x.moments(axes)
+        if not skipna:
+            size = math.prod(x.shape[a] for a in axes)
+            mean = np.where(n == size, mean, np.nan)
+            n = np.broadcast_to(np.int64(size), np.shape(mean))
+    else:
+        n, _, mean, m2 = _stats(x, axes, skipna, need_m2=True)
     centre = d.centre
     if keepdims or np.ndim(centre) == x.ndim:
         if isinstance(centre, LazyPart):

@@ -343,12 +343,17 @@ class LazyValues(np.lib.mixins.NDArrayOperatorsMixin):
 
 
 class Deviation(LazyValues):
-    """Lazy ``(chunk - centre) ** power`` as built by dask's ``moment_chunk``."""
+    """Lazy ``(chunk - centre) ** power`` as built by dask's ``moment_chunk``.
+
+    ``chunk`` is a stored chunk, or the values inside a threshold cut
+    (:class:`~dfits.array.cuts.CutValues`, NaN elsewhere): anything with ``shape``,
+    ``ndim``, ``dtype`` and ``decode()``.
+    """
 
     __slots__ = ("centre", "chunk", "power")
     handlers = "HANDLED_DEVIATION"
 
-    def __init__(self, chunk: StoredChunk, centre: np.ndarray, power: int = 1) -> None:
+    def __init__(self, chunk: Any, centre: np.ndarray, power: int = 1) -> None:
         self.chunk = chunk
         self.centre = centre
         self.power = power
@@ -408,11 +413,12 @@ def _is_basic(index: Any) -> bool:
 
 
 def _materialize(obj: Any) -> Any:
-    """Replace stored chunks (recursively in lists/tuples/dicts) with decoded arrays."""
+    """Replace stored chunks (recursively in lists/tuples/dicts) with decoded arrays, and
+    lazy values (a lazy quotient of partials too) with theirs."""
     if isinstance(obj, StoredChunk):
         return obj.decode()
-    if isinstance(obj, LazyValues):
-        return obj.materialize()
+    if isinstance(obj, LazyValues | LazyPart):
+        return materialize(obj) if isinstance(obj, LazyPart) else obj.materialize()
     if isinstance(obj, list | tuple):
         return type(obj)(_materialize(o) for o in obj)
     if isinstance(obj, dict):

@@ -8,6 +8,7 @@ first use. See :mod:`dfits.kernels.api` for the N-d entry points and
 from __future__ import annotations
 
 from dfits.kernels.api import (
+    band_moments,
     band_sum_count,
     decode,
     decode_rows,
@@ -21,6 +22,7 @@ from dfits.kernels.api import (
 )
 
 __all__ = [
+    "band_moments",
     "band_sum_count",
     "decode",
     "decode_rows",

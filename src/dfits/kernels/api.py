@@ -27,6 +27,7 @@ from dfits.kernels.weighted import weighted_kernels
 
 __all__ = [
     "Spec",
+    "band_moments",
     "band_sum_count",
     "decode",
     "decode_rows",
@@ -452,15 +453,39 @@ def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False
         # no counts: an empty row per kept row, so the kernel's ``out_n[a, c0:c1]`` stays
         # an in-bounds (empty) slice, bounds checking on or off
         no_counts = np.empty((v.shape[0], 0), np.int64)
-        cols(*_flat(v), scale, zero, blank, no_counts, mean.reshape(flat), m2.reshape(flat))
+        cols(*_flat(v), scale, zero, blank, 0.0, 0.0, no_counts, mean.reshape(flat),
+             m2.reshape(flat))  # fmt: skip
         count = np.int64(np.prod([u.shape[a] for a in axes], dtype=np.int64))
         return np.broadcast_to(count, shape), mean, m2
     outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
 
     def call(form, v, outs_):
-        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, 0.0, 0.0, *outs_)
         if form == "cols" and not (skipna and kind.can_be_missing):
             outs_[0][...] = v.shape[1]  # counts the column kernel leaves to its caller
+
+    return tuple(_run(u, axes, outs, call, combine_moments, _fold_moments))
+
+
+def band_moments(
+    u: np.ndarray, spec: Spec, axis: Any = None, *, lo: float = -np.inf, hi: float = np.inf
+):
+    """``(n, mean, M2)`` over ``axis`` of the values inside ``[lo, hi]`` (as
+    :func:`band_sum_count` selects them): int64 counts, float64 means and squared deviations
+    from them, NaN where nothing is inside. The masked variance, ``nanvar(where(x > t, x,
+    nan))``, in one pass over the stored bytes.
+    """
+    kind, scale, zero, blank = _params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = _kept_shape(u, axes)
+    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
+    if u.size == 0:
+        return tuple(outs)
+    rows, cols = moments_kernels(kind, True, banded=True)
+    lo, hi = float(lo), float(hi)
+
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, lo, hi, *outs_)
 
     return tuple(_run(u, axes, outs, call, combine_moments, _fold_moments))
 

@@ -159,7 +159,8 @@ def raw_interval(bitpix: int, scale: float, zero: float, lo: float, hi: float):
     with np.errstate(all="ignore"):  # an overflow or 0·inf here is what decoding gives too
         phys *= np.float32(scale)
         phys += np.float32(zero)
-        inside = np.flatnonzero((phys.astype(np.float64) >= lo) & (phys <= hi))
+        wide = phys.astype(np.float64)  # a Python float bound would round to float32
+        inside = np.flatnonzero((wide >= lo) & (wide <= hi))
     if inside.size == 0:
         return 1, 0
     first, last = int(inside[0]), int(inside[-1])

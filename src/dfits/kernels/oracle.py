@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COMPARISONS", "band_sum_count", "decode", "weighted_sums"]
+__all__ = ["COMPARISONS", "band_moments", "band_sum_count", "decode", "weighted_sums"]
 
 
 def decode(stored: np.ndarray, spec: Any) -> np.ndarray:
@@ -70,3 +70,17 @@ def band_sum_count(stored, spec, axis, lo, hi):
     with np.errstate(invalid="ignore"):
         keep = (v >= lo) & (v <= hi)
     return np.where(keep, v, 0.0).sum(axis=axis), keep.sum(axis=axis)
+
+
+def band_moments(stored, spec, axis, lo, hi):
+    """``(n, mean, M2)`` over ``axis`` of the physical values ``v`` with ``lo <= v <= hi``
+    (NaN mean and M2 where there are none)."""
+    v = _f64(stored, spec)
+    with np.errstate(invalid="ignore"):
+        v = np.where((v >= lo) & (v <= hi), v, np.nan)
+    n = np.sum(~np.isnan(v), axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(v, axis=axis) / n
+        dev = v - (np.expand_dims(mean, axis) if axis is not None else mean)
+        m2 = np.where(n > 0, np.nansum(dev * dev, axis=axis), np.nan)
+    return n, mean, m2
