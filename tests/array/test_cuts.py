@@ -104,6 +104,22 @@ FUSED = {
         lambda x, t: da.nanmin(da.where(x < t, x, np.nan), axis=(1, 2)),
         lambda a, t: np.nanmin(np.where(a < t, a, np.nan), axis=(1, 2)),
     ),
+    "nanmax-band": (
+        lambda x, t: da.nanmax(da.where((x > t - 3) & (x < t + 3), x, np.nan), axis=0),
+        lambda a, t: np.nanmax(np.where((a > t - 3) & (a < t + 3), a, np.nan), axis=0),
+    ),
+    "nanmin-lower-cut": (
+        lambda x, t: da.nanmin(da.where(x > t, x, np.nan), axis=0),
+        lambda a, t: np.nanmin(np.where(a > t, a, np.nan), axis=0),
+    ),
+    "nanmax-upper-cut-axis12": (
+        lambda x, t: da.nanmax(da.where(x <= t, x, np.nan), axis=(1, 2)),
+        lambda a, t: np.nanmax(np.where(a <= t, a, np.nan), axis=(1, 2)),
+    ),
+    "nanmin-band-all": (
+        lambda x, t: da.nanmin(da.where((x >= t) & (x < t + 5), x, np.nan)),
+        lambda a, t: np.nanmin(np.where((a >= t) & (a < t + 5), a, np.nan)),
+    ),
     "nanmax-nothing-passes": (
         lambda x, t: da.nanmax(da.where(x > np.inf, x, np.nan), axis=2),
         lambda a, t: np.nanmax(np.where(a > np.inf, a, np.nan), axis=2),
@@ -152,14 +168,6 @@ DECODED = {
     "other-values": (
         lambda x, t: da.where(x > t, x + 1, np.nan).sum(axis=0),
         lambda a, t: np.where(a > t, a + 1, np.nan).sum(axis=0),
-    ),
-    "nanmax-band": (
-        lambda x, t: da.nanmax(da.where((x > t - 3) & (x < t + 3), x, np.nan), axis=0),
-        lambda a, t: np.nanmax(np.where((a > t - 3) & (a < t + 3), a, np.nan), axis=0),
-    ),
-    "nanmin-lower-cut": (
-        lambda x, t: da.nanmin(da.where(x > t, x, np.nan), axis=0),
-        lambda a, t: np.nanmin(np.where(a > t, a, np.nan), axis=0),
     ),
     "max-unskipped": (
         lambda x, t: da.where(x > t, x, np.nan).max(axis=0),
@@ -247,6 +255,11 @@ def test_other_uses_of_cuts_give_numpys_values(case, name):
         ),
         ("mean-all", lambda a, t: a.where(a > t).mean(), lambda r, t: np.nanmean(_cut(r, t))),
         ("peak", lambda a, t: a.where(a > t).max("z"), lambda r, t: np.nanmax(_cut(r, t), axis=0)),
+        (
+            "floor",
+            lambda a, t: a.where(a > t).min(("y", "x")),
+            lambda r, t: np.nanmin(_cut(r, t), axis=(1, 2)),
+        ),
         (
             "between",
             lambda a, t: a.where((a > t - 3) & (a < t + 3)).sum("x"),

@@ -439,6 +439,39 @@ def test_band_moments_match_oracle(spec, rng, axis, layout):
         np.testing.assert_allclose(m2, want_m2, rtol=rtol * 1e3, atol=1e-12 * big * raw.size)
 
 
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed", "readonly", "cutout"])
+def test_band_extrema_match_oracle(spec, rng, axis, layout):
+    raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
+    phys = oracle.decode(raw, spec)
+    wide = phys.astype(np.float64)
+    finite = wide[np.isfinite(wide)]
+    edges = [(finite.min(), finite.max()), (np.median(finite), np.inf)] if finite.size else []
+    for lo, hi in BANDS + edges:
+        with np.errstate(invalid="ignore"):
+            inside = (wide >= lo) & (wide <= hi)
+        want_n = inside.sum(axis=axis)
+        for want_max, pick in ((False, np.min), (True, np.max)):
+            val, n, out = kernels.extrema(
+                uview(raw), spec, axis, want_max=want_max, with_index=False, band=(lo, hi)
+            )
+            np.testing.assert_array_equal(n, want_n)
+            np.testing.assert_array_equal(out, inside.size / max(np.size(want_n), 1) - want_n)
+            assert np.asarray(val).dtype == spec.physical
+            if inside.any():
+                # physical values exactly: outside the band, a value that never wins
+                if spec.physical.kind == "f":
+                    loses = -np.inf if want_max else np.inf
+                else:
+                    info = np.iinfo(spec.physical)
+                    loses = info.min if want_max else info.max
+                want = pick(np.where(inside, phys, phys.dtype.type(loses)), axis=axis)
+                has = np.asarray(want_n) > 0
+                np.testing.assert_array_equal(np.asarray(val)[has], np.asarray(want)[has])
+    with pytest.raises(ValueError, match="without indices"):
+        kernels.extrema(uview(raw), spec, axis, band=(0.0, 1.0))
+
+
 @pytest.mark.parametrize("nb", [3, 70, 601])
 def test_band_moments_of_offset_columns(rng, nb):
     # a large offset and a band that drops the first rows: the shifted sums must not cancel

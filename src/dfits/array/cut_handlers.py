@@ -130,25 +130,21 @@ def _values_nanmean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
 
 
 def _extreme(v: CutValues, axis, out, keepdims, want_max: bool):
-    """The largest value above a lower cut (smallest below an upper one), skipping NaN.
+    """The largest (smallest) value inside the cut, skipping NaN: NaN-filled values only.
 
-    Every value above ``lo`` is inside a cut ``[lo, inf]``, so its largest value is the
-    chunk's own largest when that lies inside, and NaN when none does: one pass of the
-    extrema kernel, no second look at the cut. Other cuts decline (numpy's).
+    One pass of the value-only extrema kernel with the cut's band: every value outside it
+    is missing, so a slice with nothing inside is NaN with numpy's warning.
     """
-    lo, hi = v.cut.band
-    empty = lo > hi  # nothing passes (x > inf, x < a & x > b with b >= a)
-    one_sided = empty or (hi == math.inf if want_max else lo == -math.inf)
     axes, size = _axes(v, axis)
-    if not (v.nan_filled and one_sided) or size == 0 or v.size == 0:
+    if not v.nan_filled or size == 0 or v.size == 0:
         return NotImplemented
     x = v.chunk
     x.spec.check()
-    val, n, _ = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
+    val, n, _ = kernels.extrema(
+        x.u, x.spec, axes, want_max=want_max, with_index=False, band=v.cut.band
+    )
     value = np.asarray(val).astype(v.dtype)  # exact: v.dtype holds every value of x
-    wide = value.astype(np.float64)  # the band is float64: a weak float would round to float32
-    inside = (wide >= lo) if want_max else (wide <= hi)
-    found = inside & (np.asarray(n) > 0) & (not empty)
+    found = np.asarray(n) > 0
     if not np.all(found):
         value = np.where(found, value, np.nan).astype(v.dtype, copy=False)
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)

@@ -552,14 +552,20 @@ def extrema(
     *,
     want_max: bool = False,
     with_index: bool = True,
+    band: tuple[float, float] | None = None,
 ):
     """``(value, index, nan_index)`` of the min (or max) of valid values over ``axis``.
 
     ``index`` is the C-order flat index within the reduced axes of the first extreme valid
     value (-1 when there is none); ``nan_index`` that of the first missing value (-1: none).
     With ``with_index=False`` a faster kernel runs and both "indices" are counts: of valid
-    values and of missing ones (so ``> 0`` / ``>= 0`` tests still mean "some").
+    values and of missing ones (so ``> 0`` / ``>= 0`` tests still mean "some"). With a
+    ``band`` ``(lo, hi)`` (and ``with_index=False``) only the values inside it count as
+    valid, as :func:`band_sum_count` selects them; the value where none is inside is
+    undefined.
     """
+    if band is not None and with_index:
+        raise ValueError("extrema of a band come without indices (with_index=False)")
     kind, scale, zero, blank = _params(u, spec)
     axes = normalize_axis(axis, u.ndim)
     shape = _kept_shape(u, axes)
@@ -570,13 +576,18 @@ def extrema(
     ]
     if u.size == 0:
         return tuple(outs)
-    rows, cols = (extrema_kernels if with_index else minmax_kernels)(kind, want_max)
+    if with_index:
+        rows, cols = extrema_kernels(kind, want_max)
+        bounds = ()
+    else:
+        rows, cols = minmax_kernels(kind, want_max, band is not None)
+        bounds = (float(band[0]), float(band[1])) if band is not None else (0.0, 0.0)
     init = _identity(spec.physical, want_max)
 
     def call(form, v, outs_):
         if not with_index or form == "cols":
             outs_[0][...] = init
-        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *outs_)
+        (rows if form == "rows" else cols)(*_flat(v), scale, zero, blank, *bounds, *outs_)
 
     def combine(parts, sub_size):
         if not with_index:

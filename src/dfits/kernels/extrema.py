@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from numba import njit
 
 from dfits.kernels._compile import jit
 from dfits.kernels._loaders import Kind, loaders
@@ -107,18 +108,30 @@ def physical_fill(dtype: np.dtype):
 
 
 @functools.cache
-def minmax_kernels(kind: Kind, want_max: bool):
-    """Return ``(rows, cols)`` kernels for the extreme *value* only (no index), branch-free.
+def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
+    """Return ``(rows, cols)`` kernels ``(base, geo, scale, zero, blank, lo, hi, out_val,
+    out_idx, out_nanidx)`` for the extreme *value* only (no index), branch-free.
 
     The caller pre-fills ``out_val`` with the identity (±inf, or the integer type's max/min).
     A missing value is NaN in the physical domain, and NaN never wins a comparison, so the loop
     is a compare-and-select that LLVM vectorises; missing values are counted on the side.
     ``out_idx`` gets the number of valid values and ``out_nanidx`` the number of missing ones.
+    With ``banded`` only the values inside ``[lo, hi]`` (compared in float64, as
+    :mod:`dfits.kernels.bands` compares them) take part and count as valid, the others as
+    missing: the peak of ``where(x > t)``; else ``lo`` and ``hi`` are not read.
     """
     phys = loaders(kind).phys
 
+    @njit(inline="always", nogil=True)
+    def out_of_band(v, lo, hi):
+        # NaN is missing either way; a value outside the band is missing too when banded
+        if banded:
+            w = np.float64(v)
+            return not ((w >= lo) & (w <= hi))
+        return v != v
+
     @jit
-    def rows(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+    def rows(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
         nrow, length, off, sa = geo
         for a in range(nrow):
             ua = base[off + a * sa : off + a * sa + length]
@@ -126,15 +139,16 @@ def minmax_kernels(kind: Kind, want_max: bool):
             nmiss = 0
             for b in range(length):
                 v = phys(ua[b], scale, zero, blank)
-                take = (v > best) if want_max else (v < best)
+                out = out_of_band(v, lo, hi)
+                take = ((v > best) if want_max else (v < best)) & (not out)
                 best = v if take else best
-                nmiss += np.int64(v != v)
+                nmiss += np.int64(out)
             out_val[a] = best
             out_idx[a] = length - nmiss
             out_nanidx[a] = nmiss
 
     @jit
-    def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
+    def cols(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
         na, nb, nc, off, sa, sb = geo
         for a in range(na):
             val = out_val[a]
@@ -145,9 +159,10 @@ def minmax_kernels(kind: Kind, want_max: bool):
                 row = base[o : o + nc]
                 for c in range(nc):
                     v = phys(row[c], scale, zero, blank)
-                    take = (v > val[c]) if want_max else (v < val[c])
+                    out = out_of_band(v, lo, hi)
+                    take = ((v > val[c]) if want_max else (v < val[c])) & (not out)
                     val[c] = v if take else val[c]
-                    miss[c] += np.int64(v != v)
+                    miss[c] += np.int64(out)
             for c in range(nc):
                 out_idx[a, c] = nb - miss[c]
 
