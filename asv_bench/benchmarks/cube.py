@@ -325,7 +325,10 @@ class CubeWidened(_CubeOps):
 
 
 XARRAY_TOOLS = ["dfits-engine", "dfits-engine-chunks", "astropy-memmap"]
-XARRAY_OPS = ["sum-channels", "count", "mean-sky", "masked-moment0", "masked-count"]
+XARRAY_OPS = [
+    *("sum-channels", "count", "mean-sky", "masked-moment0", "masked-count"),
+    *("masked-std", "masked-floor"),
+]
 #: the cube's values are uniform in [0, 1): a fifth of them lie above this
 MASK_THRESHOLD = 0.8
 
@@ -340,6 +343,10 @@ def xarray_op(op: str, a):
         return a.where(a > MASK_THRESHOLD).sum(a.dims[0])
     if op == "masked-count":  # channels above the threshold, per pixel
         return a.where(a > MASK_THRESHOLD).count(a.dims[0])
+    if op == "masked-std":  # spread of the values above the threshold, per pixel
+        return a.where(a > MASK_THRESHOLD).std(a.dims[0])
+    if op == "masked-floor":  # the smallest value above the threshold, per pixel
+        return a.where(a > MASK_THRESHOLD).min(a.dims[0])
     return a.mean(a.dims[1:])
 
 
