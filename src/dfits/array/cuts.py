@@ -31,12 +31,12 @@ import numpy as np
 
 from dfits._lazy import kernels
 from dfits.array.stored import (
-    Deviation,
     LazyValues,
     StoredChunk,
     _is_basic,
     _materialize,
     called_from,
+    deviation_of,
 )
 
 __all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
@@ -293,17 +293,11 @@ class CutValues(LazyValues):
             from dfits.array.nanmask import NanMask
 
             return NanMask(self)
-        if (
-            ufunc is np.subtract
-            and method == "__call__"
-            and not kwargs
-            and len(inputs) == 2
-            and inputs[0] is self
-            and self.nan_filled
-            and called_from("moment_chunk", 2, 4)
-        ):
+        if self.nan_filled and called_from("moment_chunk", 2, 4):
             # dask's ``d = A - u`` on the way to ``Σ d²``: answered from the banded moments
-            return Deviation(self, inputs[1])
+            deviation = deviation_of(self, ufunc, method, inputs, kwargs)
+            if deviation is not None:
+                return deviation
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 

@@ -153,16 +153,9 @@ class StoredChunk:
         return func(*_materialize(args), **_materialize(kwargs))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if (
-            ufunc is np.subtract
-            and method == "__call__"
-            and not kwargs
-            and len(inputs) == 2
-            and inputs[0] is self
-            and not isinstance(inputs[1], StoredChunk | LazyValues)
-        ):
-            centre = inputs[1]
-            return Deviation(self, centre if isinstance(centre, LazyPart) else np.asarray(centre))
+        deviation = deviation_of(self, ufunc, method, inputs, kwargs)
+        if deviation is not None:
+            return deviation
         if len(inputs) == 2 and method == "__call__" and not kwargs:
             # ``x > t``: a lazy threshold cut (see dfits.array.cuts)
             from dfits.array.cuts import COMPARISONS, cut_of
@@ -370,6 +363,25 @@ class Deviation(LazyValues):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
             return Deviation(self.chunk, self.centre, int(other))
         return np.power(self.materialize(), other)
+
+
+def deviation_of(values: Any, ufunc: Any, method: str, inputs: tuple, kwargs: dict):
+    """``values - centre`` (dask's ``d = A - u``) as a lazy :class:`Deviation`, or None.
+
+    ``values`` must be the first operand and the centre a plain or lazily added array (a
+    scalar too), not stored or lazy values themselves.
+    """
+    if (
+        ufunc is np.subtract
+        and method == "__call__"
+        and not kwargs
+        and len(inputs) == 2
+        and inputs[0] is values
+        and not isinstance(inputs[1], StoredChunk | LazyValues)
+    ):
+        centre = inputs[1]
+        return Deviation(values, centre if isinstance(centre, LazyPart) else np.asarray(centre))
+    return None
 
 
 def called_from(name: str, start: int, depth: int) -> bool:
