@@ -390,6 +390,13 @@ def test_hypothesis_cut_sums_and_counts(case, no_decode, c0, c1, c2, axis, op, p
     np.testing.assert_array_equal(mask.sum(axis=axis).compute(), want_n)
     got = _quiet(lambda: da.nansum(da.where(mask, x, np.nan), axis=axis).compute())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # the banded moments and extremes, across chunk boundaries
+    values = da.where(mask, x, np.nan)
+    kept = np.where(keep, ref.astype(np.float64), np.nan)
+    for lazy, oracle in ((da.nanvar, np.nanvar), (da.nanmax, np.nanmax), (da.nanmin, np.nanmin)):
+        got = _quiet(lambda f=lazy: f(values, axis=axis).compute())
+        want = _quiet(oracle, kept, axis)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize(
