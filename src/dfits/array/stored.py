@@ -7,7 +7,9 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of the stored big-
   reach :mod:`dfits.array.dispatch` through ``__array_function__`` and run a fused kernel on
   the stored bits — no native copy of the chunk is ever made;
 * basic slicing returns another stored chunk (still no copy), and so does an exact widening
-  ``astype`` (``x.astype(np.float64)`` before a reduction);
+  ``astype`` (``x.astype(np.float64)`` before a reduction), and so does arithmetic with a
+  scalar whose numpy result is a new BSCALE/BZERO decoding, value for value (``x * 1e3``,
+  ``x - 0.5``, ``-x``; see :mod:`dfits.array.affine`);
 * anything else (ufuncs, ``np.asarray``, fancy indexing, ``.copy()``) decodes once with the
   Numba decode kernel and carries on as a plain native ``numpy.ndarray``.
 
@@ -153,6 +155,10 @@ class StoredChunk:
         return func(*_materialize(args), **_materialize(kwargs))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            affine = self._affine(ufunc, inputs)
+            if affine is not None:
+                return affine
         deviation = deviation_of(self, ufunc, method, inputs, kwargs)
         if deviation is not None:
             return deviation
@@ -172,34 +178,52 @@ class StoredChunk:
             return NanMask(self)
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
+    def _affine(self, ufunc: Any, inputs: tuple) -> StoredChunk | None:
+        """``x * c``, ``x + c``, ``-x``, ... as this chunk with a new BSCALE/BZERO, or None
+        (see :mod:`dfits.array.affine`)."""
+        from dfits.array.affine import AFFINE_UFUNCS, affine_spec
+
+        if ufunc is np.negative and len(inputs) == 1:
+            spec = affine_spec(self.spec, ufunc, None, True)
+        elif ufunc in AFFINE_UFUNCS and len(inputs) == 2:
+            first = inputs[0] is self
+            if first and ufunc is np.subtract and called_from("moment_chunk", 2, 4):
+                return None  # dask's ``A - u``: a Deviation (below), whatever ``u`` is
+            spec = affine_spec(self.spec, ufunc, inputs[1 if first else 0], first)
+        else:
+            return None
+        return None if spec is None else StoredChunk(self._u, spec, self._pending)
+
     # arithmetic operators route through __array_ufunc__ like numpy's own
     def __sub__(self, other):
         return self.__array_ufunc__(np.subtract, "__call__", self, other)
 
     def __rsub__(self, other):
-        return np.subtract(other, self.decode())
+        return self.__array_ufunc__(np.subtract, "__call__", other, self)
 
     def __add__(self, other):
-        return np.add(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.add, "__call__", self, other)
 
-    __radd__ = __add__
+    def __radd__(self, other):
+        return self.__array_ufunc__(np.add, "__call__", other, self)
 
     def __mul__(self, other):
-        return np.multiply(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.multiply, "__call__", self, other)
 
-    __rmul__ = __mul__
+    def __rmul__(self, other):
+        return self.__array_ufunc__(np.multiply, "__call__", other, self)
 
     def __truediv__(self, other):
-        return np.true_divide(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.true_divide, "__call__", self, other)
 
     def __rtruediv__(self, other):
-        return np.true_divide(_materialize(other), self.decode())
+        return self.__array_ufunc__(np.true_divide, "__call__", other, self)
 
     def __pow__(self, other):
         return np.power(self.decode(), _materialize(other))
 
     def __neg__(self):
-        return np.negative(self.decode())
+        return self.__array_ufunc__(np.negative, "__call__", self)
 
     def __abs__(self):
         return np.abs(self.decode())
