@@ -1,4 +1,4 @@
-"""Arithmetic with a scalar (``x * c``, ``x + c``, ``-x``) keeps chunks stored, numpy's values."""
+"""Scalar arithmetic (``x * c``, ``x + c``, ``-x``) and squares keep chunks stored."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from dfits import kernels
 from dfits.array.affine import affine_spec
 from dfits.array.build import ImageBlock
-from dfits.array.stored import StoredChunk
+from dfits.array.nanmask import NanMask
+from dfits.array.stored import Deviation, StoredChunk
 from dfits.format.dtypes import parse_decode_spec
 from tests.array.helpers import encoded_case
 
@@ -309,3 +310,74 @@ def test_specs_declined():
     ok = affine_spec(affine_spec(f32, np.multiply, 0.1, True), np.add, 2.0, True)
     assert (ok.mode, ok.bscale, ok.bzero) == ("scaled", 0.1, 2.0)
     assert affine_spec(scaled, np.true_divide, 4, True).bscale == pytest.approx(0.025)
+
+
+# -- squares: x ** 2 before a sum or mean (a noise rms) ----------------------------------------
+
+SQUARES = {
+    "pow-2": lambda x: x**2,
+    "pow-2.0": lambda x: x**2.0,
+    "times-itself": lambda x: x * x,
+    "np-square": np.square,
+    "neg-then-square": lambda x: (-x) ** 2,
+}
+SQUARE_REDUCTIONS = {
+    "sum": lambda y: y.sum(),
+    "nansum-axis0": lambda y: np.nansum(y, axis=0),
+    "mean-axis12": lambda y: y.mean(axis=(1, 2)),
+    "nanmean-axis0": lambda y: np.nanmean(y, axis=0),
+}
+
+
+@pytest.mark.parametrize("red", list(SQUARE_REDUCTIONS))
+def test_sums_and_means_of_squares_are_fused(case, no_decode, red):
+    x, data, _ = case
+    reduce = SQUARE_REDUCTIONS[red]
+    for op, f in SQUARES.items():
+        got = _quiet(lambda: reduce(f(x)).compute())  # noqa: B023
+        want = _quiet(reduce, f(data))
+        assert np.asarray(got).dtype == np.asarray(want).dtype, op
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5, err_msg=op)
+
+
+def test_xarray_rms_and_sums_of_squares_are_fused(case, no_decode):
+    x, data, _ = case
+    lazy = xr.DataArray(x, dims=("freq", "y", "x"))
+    plain = xr.DataArray(data, dims=("freq", "y", "x"))
+    for red in (
+        lambda a: np.sqrt((a**2).mean(("y", "x"))),
+        lambda a: (a**2).sum("freq"),
+        lambda a: (a**2).sum("freq", min_count=3),
+        lambda a: (a**2).count(),
+    ):
+        got = _quiet(lambda: red(lazy).compute())  # noqa: B023
+        np.testing.assert_allclose(got.values, _quiet(red, plain).values, rtol=2e-6, atol=1e-5)
+
+
+def test_squares_are_numpys_values(case):
+    x, data, _ = case
+    for op, f in {
+        **SQUARES,
+        "cube": lambda x: x**3,
+        "pow-f64": lambda x: x ** np.float64(2),
+    }.items():
+        got = _quiet(lambda: f(x).compute())  # noqa: B023
+        want = _quiet(f, data)
+        assert got.dtype == want.dtype, op
+        np.testing.assert_array_equal(got, want, err_msg=op)
+        got = _quiet(lambda: f(x).max(axis=0).compute())  # noqa: B023  (decoded: numpy's)
+        np.testing.assert_array_equal(got, _quiet(lambda: f(data).max(axis=0)), err_msg=op)  # noqa: B023
+
+
+def test_which_squares_stay_lazy():
+    spec = parse_decode_spec(-32)[0]
+    chunk = StoredChunk(np.zeros((2, 3), np.uint32), spec)
+    assert all(isinstance(f(chunk), Deviation) for f in SQUARES.values())
+    for f in (lambda x: x**3, lambda x: x ** np.float64(2), lambda x: x**True, lambda x: 2**x):
+        assert not isinstance(f(chunk), Deviation)
+    ints = StoredChunk(np.zeros((2, 3), np.uint16), parse_decode_spec(16)[0])
+    assert not isinstance(ints**2, Deviation)  # integer squares wrap around: numpy's
+    # the chunk's NaN mask serves the square only about a finite scalar
+    assert isinstance(np.isnan(chunk**2), NanMask)
+    assert not isinstance(np.isnan(Deviation(chunk, np.float32(np.nan), 2)), NanMask)
+    assert not isinstance(np.isnan(Deviation(chunk, np.zeros((2, 1), np.float32), 2)), NanMask)

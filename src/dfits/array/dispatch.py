@@ -299,7 +299,28 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
         elif np.size(centre) == np.size(mean):
             centre = np.reshape(centre, np.shape(mean))
     value = _shifted_m2(n, mean, m2, centre, dtype)
+    if isinstance(x, StoredChunk) and d.keeps_nan and x.spec.is_float:
+        _infinite_squares(x, axes, skipna, value)
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+def _infinite_squares(x: StoredChunk, axes: tuple[int, ...], skipna: bool, value) -> None:
+    """Set the sums of squares that an infinite value makes infinite (numpy's ``inf``).
+
+    ``M2 + n·mean²`` is NaN there (``inf - inf`` in the moments), and numpy's sum of
+    ``(x - c) ** 2`` is ``inf`` unless a NaN is summed too. Only slices whose sum came out
+    NaN are looked at, with the value-only extrema kernel, and only when there are any.
+    """
+    bad = np.isnan(value)
+    if not bad.any():
+        return
+    top = kernels.extrema(x.u, x.spec, axes, want_max=True, with_index=False)
+    low = kernels.extrema(x.u, x.spec, axes, want_max=False, with_index=False)
+    # value-only extrema skip NaN; their third result counts the NaN values
+    infinite = (np.isinf(top[0]) & (top[1] > 0)) | (np.isinf(low[0]) & (low[1] > 0))
+    if not skipna:
+        infinite &= np.asarray(top[2]) == 0
+    value[bad & infinite] = np.inf
 
 
 def _shifted_m2(n, mean, m2, centre, dtype) -> np.ndarray:
@@ -393,6 +414,8 @@ def _mask_where(condition, x=None, y=None):
 @_implements(np.sum, np.nansum, table=HANDLED_ZEROED)
 def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
     x = z.chunk
+    if isinstance(x, Deviation):  # NaN squares as 0: the skipping sum of squares
+        return _deviation_sum(x, axis, dtype, out, keepdims, skipna=True)
     if isinstance(x, CutValues):
         axes = kernels.normalize_axis(axis, x.ndim)
         value = _shape_out(x, axes, keepdims, x.sums(axes, dtype or x.dtype))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dfits.array.cuts import CutValues
-from dfits.array.stored import LazyValues, StoredChunk, _is_basic, _materialize
+from dfits.array.stored import Deviation, LazyValues, StoredChunk, _is_basic, _materialize
 
 __all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
 
@@ -81,12 +81,15 @@ class NanMask(LazyValues):
 
 
 class NanZeroed(LazyValues):
-    """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0)."""
+    """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0).
+
+    ``chunk`` may also be a square of one (a :class:`~dfits.array.stored.Deviation`).
+    """
 
     __slots__ = ("chunk", "zero")
     handlers = "HANDLED_ZEROED"
 
-    def __init__(self, chunk: StoredChunk | CutValues, zero: Any) -> None:
+    def __init__(self, chunk: StoredChunk | CutValues | Deviation, zero: Any) -> None:
         self.chunk = chunk
         self.zero = zero
 
@@ -114,7 +117,10 @@ def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:
     if not isinstance(condition, NanMask) or condition.dtype != np.bool_:
         return None
     chunk, other = (x, y) if condition.valid else (y, x)
-    if not _same_chunk(condition.chunk, chunk):
+    # a square's mask is its chunk's (see ``Deviation.__array_ufunc__``): xarray's skipping
+    # sum of ``x ** 2`` zeroes the square where the chunk is NaN
+    base = chunk.chunk if isinstance(chunk, Deviation) and chunk.keeps_nan else chunk
+    if not _same_chunk(condition.chunk, base):
         return None
     zero = _zero_of(other, chunk)
     if zero is None:

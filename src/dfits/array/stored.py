@@ -156,9 +156,11 @@ class StoredChunk:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
-            affine = self._affine(ufunc, inputs)
-            if affine is not None:
-                return affine
+            lazy = self._affine(ufunc, inputs)
+            if lazy is None:
+                lazy = self._squared(ufunc, inputs)
+            if lazy is not None:
+                return lazy
         deviation = deviation_of(self, ufunc, method, inputs, kwargs)
         if deviation is not None:
             return deviation
@@ -194,6 +196,26 @@ class StoredChunk:
             return None
         return None if spec is None else StoredChunk(self._u, spec, self._pending)
 
+    def _squared(self, ufunc: Any, inputs: tuple) -> Deviation | None:
+        """``x ** 2``, ``x * x``, ``np.square(x)`` of floating values as a lazy
+        :class:`Deviation` about 0, or None: sums and means of squares (a noise rms) then
+        come from the ``(n, mean, M2)`` kernel as ``M2 + n·mean²``."""
+        physical = self.spec.physical
+        if physical.kind != "f":
+            return None  # integer squares wrap around as numpy's do: decode
+        square = (ufunc is np.square and len(inputs) == 1) or (
+            ufunc is np.multiply and len(inputs) == 2 and inputs[0] is inputs[1] is self
+        )
+        if not square and ufunc is np.power and len(inputs) == 2 and inputs[0] is self:
+            exp = inputs[1]
+            square = (
+                isinstance(exp, int | float | np.integer | np.floating)
+                and not isinstance(exp, bool | np.bool_)
+                and exp == 2
+                and np.result_type(physical, exp) == physical
+            )
+        return Deviation(self, np.zeros((), physical), 2) if square else None
+
     # arithmetic operators route through __array_ufunc__ like numpy's own
     def __sub__(self, other):
         return self.__array_ufunc__(np.subtract, "__call__", self, other)
@@ -220,7 +242,10 @@ class StoredChunk:
         return self.__array_ufunc__(np.true_divide, "__call__", other, self)
 
     def __pow__(self, other):
-        return np.power(self.decode(), _materialize(other))
+        return self.__array_ufunc__(np.power, "__call__", self, other)
+
+    def __rpow__(self, other):
+        return self.__array_ufunc__(np.power, "__call__", other, self)
 
     def __neg__(self):
         return self.__array_ufunc__(np.negative, "__call__", self)
@@ -387,6 +412,26 @@ class Deviation(LazyValues):
         if self.power == 1 and isinstance(other, int | np.integer) and other >= 1:
             return Deviation(self.chunk, self.centre, int(other))
         return np.power(self.materialize(), other)
+
+    def decode(self) -> np.ndarray:
+        """The values (what a NaN-zeroed square reads from, as a stored chunk decodes)."""
+        return self.materialize()
+
+    @property
+    def keeps_nan(self) -> bool:
+        """True when ``(x - c) ** k`` is NaN exactly where ``x`` is: ``c`` a finite scalar
+        (``inf ** k`` is inf, not NaN)."""
+        c = self.centre
+        return not isinstance(c, LazyPart) and np.ndim(c) == 0 and bool(np.isfinite(c))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # dask's nannumel and xarray's skipping sum of ``x ** 2``: the chunk's NaN mask
+        isnan = ufunc is np.isnan and method == "__call__" and not kwargs and len(inputs) == 1
+        if isnan and self.keeps_nan:
+            from dfits.array.nanmask import NanMask
+
+            return NanMask(self.chunk)
+        return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
 
 
 def deviation_of(values: Any, ufunc: Any, method: str, inputs: tuple, kwargs: dict):
