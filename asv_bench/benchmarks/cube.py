@@ -327,7 +327,7 @@ class CubeWidened(_CubeOps):
 XARRAY_TOOLS = ["dfits-engine", "dfits-engine-chunks", "astropy-memmap"]
 XARRAY_OPS = [
     *("sum-channels", "count", "mean-sky", "masked-moment0", "masked-count"),
-    *("masked-std", "masked-floor"),
+    *("masked-std", "masked-floor", "scaled-moment0", "rms-map"),
 ]
 #: the cube's values are uniform in [0, 1): a fifth of them lie above this
 MASK_THRESHOLD = 0.8
@@ -347,6 +347,10 @@ def xarray_op(op: str, a):
         return a.where(a > MASK_THRESHOLD).std(a.dims[0])
     if op == "masked-floor":  # the smallest value above the threshold, per pixel
         return a.where(a > MASK_THRESHOLD).min(a.dims[0])
+    if op == "scaled-moment0":  # a unit conversion before the moment-0 map
+        return (a * 1e3).sum(a.dims[0])
+    if op == "rms-map":  # root mean square over channels, per pixel
+        return np.sqrt((a**2).mean(a.dims[0]))
     return a.mean(a.dims[1:])
 
 
@@ -358,7 +362,8 @@ class CubeXarray(_CubeOps):
     same with ``chunks={}``, which makes xarray rebuild the dask array over its own adapters
     (decoded chunks); ``astropy-memmap``: a DataArray over astropy's memory map. xarray's
     skipping ``sum`` and ``count`` are ``isnan``/``where`` graphs, not ``np.nansum``; the
-    ``masked-`` ops cut the cube at a threshold first (``a.where(a > t)``).
+    ``masked-`` ops cut the cube at a threshold first (``a.where(a > t)``); ``scaled-moment0``
+    multiplies by a constant first and ``rms-map`` squares.
     """
 
     params: ClassVar[list] = [XARRAY_TOOLS, XARRAY_OPS]
