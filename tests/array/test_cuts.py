@@ -144,6 +144,43 @@ FUSED = {
         lambda x, t: da.where(x >= t, x, np.nan).var(axis=(1, 2)),
         lambda a, t: np.where(a >= t, a, np.nan).var(axis=(1, 2)),
     ),
+    "max-unskipped": (
+        lambda x, t: da.where(x > t, x, np.nan).max(axis=0),
+        lambda a, t: np.where(a > t, a, np.nan).max(axis=0),
+    ),
+    "min-unskipped-axis12": (
+        lambda x, t: da.where(x <= t, x, np.nan).min(axis=(1, 2)),
+        lambda a, t: np.where(a <= t, a, np.nan).min(axis=(1, 2)),
+    ),
+    "zero-fill-max": (
+        lambda x, t: da.where(x > t, x, 0.0).max(axis=0),
+        lambda a, t: np.where(a > t, a, 0.0).max(axis=0),
+    ),
+    "zero-fill-min-axis02": (
+        lambda x, t: da.where(x < t, x, 0.0).min(axis=(0, 2)),
+        lambda a, t: np.where(a < t, a, 0.0).min(axis=(0, 2)),
+    ),
+    # the zero decides wherever some value is outside: values below 0 kept, or above
+    "zero-fill-max-upper-cut": (
+        lambda x, t: da.where(x < t, x, 0.0).max(axis=0),
+        lambda a, t: np.where(a < t, a, 0.0).max(axis=0),
+    ),
+    "zero-fill-min-lower-cut": (
+        lambda x, t: da.where(x > t, x, 0.0).min(axis=(1, 2)),
+        lambda a, t: np.where(a > t, a, 0.0).min(axis=(1, 2)),
+    ),
+    "zero-fill-nanmax-all": (
+        lambda x, t: da.nanmax(da.where(x >= t, x, 0.0)),
+        lambda a, t: np.nanmax(np.where(a >= t, a, 0.0)),
+    ),
+    "zero-fill-max-nothing-passes": (
+        lambda x, t: da.where(x > np.inf, x, 0.0).max(axis=2),
+        lambda a, t: np.where(a > np.inf, a, 0.0).max(axis=2),
+    ),
+    "zero-fill-min-everything-passes": (
+        lambda x, t: da.where(x > -np.inf, x, 0.0).min(axis=0),
+        lambda a, t: np.where(a > -np.inf, a, 0.0).min(axis=0),
+    ),
     "nanstd-band-axis02": (
         lambda x, t: da.nanstd(da.where((x > t - 3) & (x <= t + 2), x, np.nan), axis=(0, 2)),
         lambda a, t: np.nanstd(np.where((a > t - 3) & (a <= t + 2), a, np.nan), axis=(0, 2)),
@@ -168,10 +205,6 @@ DECODED = {
     "other-values": (
         lambda x, t: da.where(x > t, x + 1, np.nan).sum(axis=0),
         lambda a, t: np.where(a > t, a + 1, np.nan).sum(axis=0),
-    ),
-    "max-unskipped": (
-        lambda x, t: da.where(x > t, x, np.nan).max(axis=0),
-        lambda a, t: np.where(a > t, a, np.nan).max(axis=0),
     ),
     "array-threshold": (
         lambda x, t: (x > da.full(x.shape, t, chunks=x.chunks)).sum(axis=0),

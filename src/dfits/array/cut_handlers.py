@@ -129,33 +129,53 @@ def _values_nanmean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _mean(v, axis, dtype, out, keepdims, skipna=True)
 
 
-def _extreme(v: CutValues, axis, out, keepdims, want_max: bool):
-    """The largest (smallest) value inside the cut, skipping NaN: NaN-filled values only.
+def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
+    """The largest (smallest) of the cut's values, NaN or zero elsewhere.
 
-    One pass of the value-only extrema kernel with the cut's band: every value outside it
-    is missing, so a slice with nothing inside is NaN with numpy's warning.
+    One pass of the value-only extrema kernel with the cut's band gives the extreme inside
+    it and how many values are inside. NaN-filled, skipping: a slice with nothing inside is
+    NaN with numpy's warning; not skipping: a slice with anything outside is NaN.
+    Zero-filled values hold no NaN (a NaN is outside every cut): the zero takes part
+    wherever something is outside.
     """
     axes, size = _axes(v, axis)
-    if not v.nan_filled or size == 0 or v.size == 0:
-        return NotImplemented
+    if size == 0 or v.size == 0:
+        return NotImplemented  # numpy's error: no identity for an empty maximum
     x = v.chunk
     x.spec.check()
     val, n, _ = kernels.extrema(
         x.u, x.spec, axes, want_max=want_max, with_index=False, band=v.cut.band
     )
     value = np.asarray(val).astype(v.dtype)  # exact: v.dtype holds every value of x
-    found = np.asarray(n) > 0
-    if not np.all(found):
-        value = np.where(found, value, np.nan).astype(v.dtype, copy=False)
+    n = np.asarray(n)
+    if not v.nan_filled:
+        fill = v.dtype.type(v.fill)
+        pick = np.fmax if want_max else np.fmin
+        value = np.where(n == size, value, np.where(n > 0, pick(value, fill), fill))
+        value = value.astype(v.dtype, copy=False)
+    elif not skipna:
+        value = np.where(n == size, value, np.nan).astype(v.dtype, copy=False)
+    elif not np.all(n > 0):
+        value = np.where(n > 0, value, np.nan).astype(v.dtype, copy=False)
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
     return _finish(_shape_out(v, axes, keepdims, value), None, out)
 
 
+@_implements(HANDLED_CUT_VALUES, np.max, np.amax)
+def _values_max(v, axis=None, out=None, keepdims=False, **_):
+    return _extreme(v, axis, out, keepdims, want_max=True, skipna=False)
+
+
+@_implements(HANDLED_CUT_VALUES, np.min, np.amin)
+def _values_min(v, axis=None, out=None, keepdims=False, **_):
+    return _extreme(v, axis, out, keepdims, want_max=False, skipna=False)
+
+
 @_implements(HANDLED_CUT_VALUES, np.nanmax)
 def _values_nanmax(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=True)
+    return _extreme(v, axis, out, keepdims, want_max=True, skipna=True)
 
 
 @_implements(HANDLED_CUT_VALUES, np.nanmin)
 def _values_nanmin(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=False)
+    return _extreme(v, axis, out, keepdims, want_max=False, skipna=True)
