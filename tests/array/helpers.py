@@ -46,6 +46,31 @@ def astropy_data(path):
         return data.astype(data.dtype.newbyteorder("="))
 
 
+#: Shape of the small sample cube the encoding tests share.
+SAMPLE_SHAPE = (9, 6, 5)
+
+
+def stored_sample(bitpix, blank=None, *, seed, scale=1.0, span=1000, nan=False, inf=False):
+    """Random stored values of the sample cube: normal floats times ``scale`` (``nan``: a
+    scattered NaN, a NaN row and a NaN plane; ``inf``: +inf and -inf), uint8 over 0..255,
+    or integers in ``[-span, span)`` with ``blank`` in the same places as the NaN."""
+    rng = np.random.default_rng(seed)
+    if bitpix < 0:
+        data = (rng.standard_normal(SAMPLE_SHAPE) * scale).astype(f"f{-bitpix // 8}")
+        if nan:
+            data[0, 1, 2] = data[4, :, 3] = np.nan
+            data[7] = np.nan  # a whole plane missing
+        if inf:
+            data[2, 2, 2], data[3, 3, 3] = np.inf, -np.inf
+    elif bitpix == 8:
+        data = rng.integers(0, 256, SAMPLE_SHAPE).astype(np.uint8)
+    else:
+        data = rng.integers(-span, span, SAMPLE_SHAPE).astype(f"i{bitpix // 8}")
+        if blank is not None:
+            data[0, 1, 2] = data[4, :, 3] = blank
+    return data
+
+
 def float32_cube(tmp_path, shape, chunks, nan_at, seed):
     """A float32 cube file with one NaN, its dfits dask array and the values written."""
     data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)

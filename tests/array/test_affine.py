@@ -17,7 +17,7 @@ from dfits.array.build import ImageBlock
 from dfits.array.nanmask import NanMask
 from dfits.array.stored import Deviation, StoredChunk
 from dfits.format.dtypes import parse_decode_spec
-from tests.array.helpers import encoded_case
+from tests.array.helpers import encoded_case, stored_sample
 
 CASES = {
     "f32-nan-inf": (-32, None, None, None),
@@ -31,18 +31,10 @@ CASES = {
 def case(request, tmp_path):
     """``(dask array over dfits, astropy's values, case name)``."""
     bitpix, _, _, blank = CASES[request.param]
-    rng = np.random.default_rng(11)
-    shape = (9, 6, 5)
-    if bitpix < 0:
-        data = (rng.standard_normal(shape) * 4).astype(f"f{-bitpix // 8}")
-        if request.param == "f32-nan-inf":
-            data[0, 1, 2] = data[4, :, 3] = np.nan
-            data[7] = np.nan
-            data[2, 2, 2], data[3, 3, 3] = np.inf, -np.inf
-            data[5, 0, 0] = -0.0
-    else:
-        data = rng.integers(-40, 40, shape).astype(f"i{bitpix // 8}")
-        data[0, 1, 2] = data[4, :, 3] = blank
+    missing = request.param == "f32-nan-inf"
+    data = stored_sample(bitpix, blank, seed=11, scale=4, span=40, nan=missing, inf=missing)
+    if missing:
+        data[5, 0, 0] = -0.0
     x, values = encoded_case(tmp_path, data, CASES[request.param], (4, 6, 5))
     return x, values, request.param
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dfits.array.cuts import Cut, CutValues, comparison_band
 from dfits.array.stored import StoredChunk
-from tests.array.helpers import encoded_case, replan
+from tests.array.helpers import encoded_case, replan, stored_sample
 
 CASES = {
     "f32-nan-inf": (-32, None, None, None),
@@ -28,20 +28,8 @@ CASES = {
 @pytest.fixture(params=list(CASES), ids=list(CASES))
 def case(request, tmp_path):
     bitpix, _, _, blank = CASES[request.param]
-    rng = np.random.default_rng(5)
-    shape = (9, 6, 5)
-    if bitpix < 0:
-        data = (rng.standard_normal(shape) * 4).astype(f"f{-bitpix // 8}")
-        if request.param == "f32-nan-inf":
-            data[0, 1, 2] = data[4, :, 3] = np.nan
-            data[7] = np.nan  # a whole plane missing
-            data[2, 2, 2], data[3, 3, 3] = np.inf, -np.inf
-    elif bitpix == 8:
-        data = rng.integers(0, 256, shape).astype(np.uint8)
-    else:
-        data = rng.integers(-40, 40, shape).astype(f"i{bitpix // 8}")
-        if blank is not None:
-            data[0, 1, 2] = data[4, :, 3] = blank
+    missing = request.param == "f32-nan-inf"
+    data = stored_sample(bitpix, blank, seed=5, scale=4, span=40, nan=missing, inf=missing)
     return encoded_case(tmp_path, data, CASES[request.param], (4, 6, 5))
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
-from tests.array.helpers import encoded_case, replan
+from tests.array.helpers import encoded_case, replan, stored_sample
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -27,17 +27,7 @@ CASES = {
 @pytest.fixture(params=list(CASES), ids=list(CASES))
 def case(request, tmp_path):
     bitpix, _, _, blank = CASES[request.param]
-    rng = np.random.default_rng(11)
-    shape = (9, 6, 5)
-    if bitpix < 0:
-        data = rng.standard_normal(shape).astype(f"f{-bitpix // 8}")
-        if request.param == "f32-nan":
-            data[0, 1, 2] = data[4, :, 3] = np.nan
-            data[7] = np.nan  # a whole plane missing
-    else:
-        data = rng.integers(-1000, 1000, shape).astype(f"i{bitpix // 8}")
-        if blank is not None:
-            data[0, 1, 2] = data[4, :, 3] = blank
+    data = stored_sample(bitpix, blank, seed=11, nan=request.param == "f32-nan")
     return encoded_case(tmp_path, data, CASES[request.param], (4, 6, 5))
 
 
