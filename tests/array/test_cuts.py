@@ -169,6 +169,26 @@ FUSED = {
         lambda x, t: da.where(x > -np.inf, x, 0.0).min(axis=0),
         lambda a, t: np.where(a > -np.inf, a, 0.0).min(axis=0),
     ),
+    "zero-fill-var": (
+        lambda x, t: da.where(x > t, x, 0.0).var(axis=0),
+        lambda a, t: np.where(a > t, a, 0.0).var(axis=0),
+    ),
+    "zero-fill-nanstd-axis12": (
+        lambda x, t: da.nanstd(da.where(x <= t, x, 0.0), axis=(1, 2)),
+        lambda a, t: np.nanstd(np.where(a <= t, a, 0.0), axis=(1, 2)),
+    ),
+    "zero-fill-std-all-ddof1": (
+        lambda x, t: da.where(x > t, x, 0.0).std(ddof=1),
+        lambda a, t: np.where(a > t, a, 0.0).std(ddof=1),
+    ),
+    "zero-fill-nanmean-axis2": (
+        lambda x, t: da.nanmean(da.where(x > t, x, 0.0), axis=2),
+        lambda a, t: np.nanmean(np.where(a > t, a, 0.0), axis=2),
+    ),
+    "zero-fill-var-nothing-passes": (
+        lambda x, t: da.where(x > np.inf, x, 0.0).var(axis=0),
+        lambda a, t: np.where(a > np.inf, a, 0.0).var(axis=0),
+    ),
     "nanstd-band-axis02": (
         lambda x, t: da.nanstd(da.where((x > t - 3) & (x <= t + 2), x, np.nan), axis=(0, 2)),
         lambda a, t: np.nanstd(np.where((a > t - 3) & (a <= t + 2), a, np.nan), axis=(0, 2)),
@@ -206,10 +226,6 @@ DECODED = {
     "zero-fill-nanmean": (
         lambda x, t: da.nanmean(da.where(x > t, x, 0), axis=0),
         lambda a, t: np.nanmean(np.where(a > t, a, 0), axis=0),
-    ),
-    "zero-fill-var": (
-        lambda x, t: da.where(x > t, x, 0.0).var(axis=0),
-        lambda a, t: np.where(a > t, a, 0.0).var(axis=0),
     ),
     # ``values - c`` outside dask's moment_chunk: plain values
     "shifted-values": (
@@ -291,6 +307,16 @@ def test_other_uses_of_cuts_give_numpys_values(case, name):
             "var-dims-ddof1",
             lambda a, t: a.where(a > t).var(("y", "x"), ddof=1),
             lambda r, t: np.nanvar(_cut(r, t), axis=(1, 2), ddof=1),
+        ),
+        (
+            "zero-filled-std",
+            lambda a, t: a.where(a > t, 0.0).std("z"),
+            lambda r, t: np.std(np.where(r > t, r, 0.0), axis=0),
+        ),
+        (
+            "zero-filled-peak-and-count",
+            lambda a, t: a.where(a < t, 0.0).max("z") + a.where(a < t, 0.0).count("z"),
+            lambda r, t: np.where(r < t, r, 0.0).max(axis=0) + r.shape[0],
         ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",

@@ -282,19 +282,15 @@ class CutValues(LazyValues):
         return self.materialize()[index]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if (
-            ufunc is np.isnan
-            and method == "__call__"
-            and not kwargs
-            and len(inputs) == 1
-            and self.nan_filled
-        ):
-            # xarray's skipping sum and count of ``x.where(x > t)`` (see dfits.array.nanmask)
+        if ufunc is np.isnan and method == "__call__" and not kwargs and len(inputs) == 1:
+            # xarray's skipping sum and count of ``x.where(x > t)`` (see dfits.array.nanmask);
+            # zero-filled values hold no NaN (dask's nannumel of them counts every value)
             from dfits.array.nanmask import NanMask
 
             return NanMask(self)
-        if self.nan_filled and called_from("moment_chunk", 2, 4):
+        if called_from("moment_chunk", 2, 4):
             # dask's ``d = A - u`` on the way to ``Σ d²``: answered from the banded moments
+            # (with the zeros added in, when zero-filled)
             deviation = deviation_of(self, ufunc, method, inputs, kwargs)
             if deviation is not None:
                 return deviation

@@ -281,7 +281,10 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
         return func(d.materialize(), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
     x = d.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
-    if isinstance(x, CutValues):
+    if isinstance(x, CutValues) and not x.nan_filled:
+        # the values inside a cut, zero elsewhere: the banded moments and the zeros, pooled
+        n, mean, m2 = _with_zeros(*x.moments(axes), math.prod(x.shape[a] for a in axes))
+    elif isinstance(x, CutValues):
         # the values inside a cut, NaN elsewhere: its banded moments; unskipped, a slice
         # with a value outside the cut sums to NaN
         n, mean, m2 = x.moments(axes)
@@ -302,6 +305,18 @@ def _deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False
     if isinstance(x, StoredChunk) and d.keeps_nan and x.spec.is_float:
         _infinite_squares(x, axes, skipna, value)
     return _partial(_finish(_shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+def _with_zeros(n, mean, m2, size: int):
+    """``(n, mean, M2)`` of values pooled with ``size - n`` zeros (Chan et al.): ``size``
+    values everywhere, mean ``n·mean / size``, ``M2 + n (mean - pooled)² + zeros·pooled²``."""
+    n = np.asarray(n, dtype=np.int64)
+    has = n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(has, n * np.where(has, mean, 0.0) / max(size, 1), 0.0)
+        inside = np.where(has, m2 + n * (mean - pooled) ** 2, 0.0)
+    m2_all = inside + (size - n) * pooled**2
+    return np.broadcast_to(np.int64(size), np.shape(pooled)), pooled, m2_all
 
 
 def _infinite_squares(x: StoredChunk, axes: tuple[int, ...], skipna: bool, value) -> None:
@@ -363,7 +378,10 @@ def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, 
     x = m.chunk
     axes = kernels.normalize_axis(axis, x.ndim)
     size = math.prod(x.shape[a] for a in axes)
-    if isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
+    if isinstance(x, CutValues) and not x.nan_filled:  # zeros outside the cut: no NaN
+        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
+        value = np.broadcast_to(np.int64(size if m.valid else 0), shape)
+    elif isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
         valid = x.counts(axes)
         value = valid if m.valid else size - valid
     elif x.spec.has_missing and x.size:
