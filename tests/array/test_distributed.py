@@ -97,6 +97,9 @@ def test_large_partials_cross_workers_as_plain_arrays(cluster, tmp_path):
         # noise maps: broadcast and read-only counts, tiled combine steps on either side
         (x.std(axis=0), data.astype(float).std(axis=0)),
         (da.nanvar(x, axis=0, ddof=1), np.nanvar(data.astype(float), axis=0, ddof=1)),
+        # peak-channel maps: (value, index) pairs here, structured arrays once shipped
+        (x.argmax(axis=0), np.argmax(data, axis=0)),
+        (da.nanargmin(x, axis=0), np.nanargmin(data, axis=0)),
     ):
         got = client.compute(expr).result()
         assert type(got) is np.ndarray

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dfits import kernels
+from dfits.array.argpartials import ArgPair, ArgValues, concatenate_pairs, wants_pair
 from dfits.array.concat import concatenate_partials
 from dfits.array.cuts import CutValues
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
@@ -150,16 +151,28 @@ def _extreme(x, axis, out, keepdims, want_max, skipna, name):
         # chunk twice)
         val, idx, nanidx = _indexed(x, axes, want_max)
         missing = (idx < 0) | (nanidx >= 0 if not skipna else False)
+        if keepdims and out is None and wants_pair(val):
+            # the values dask's arg_chunk pairs with the indices: kept apart from them (and
+            # combined part by part) instead of packed into a structured array
+            return _shape_out(x, axes, keepdims, _with_nan(val, missing, x, skipna, idx)).view(
+                ArgValues
+            )
     else:
         val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
         # value-only kernel: idx counts valid values, nanidx missing ones
         missing = (idx == 0) | (nanidx > 0 if not skipna else False)
+    val = _with_nan(val, missing, x, skipna, idx, counts=True)
+    return _finish(_shape_out(x, axes, keepdims, val), None, out)
+
+
+def _with_nan(val, missing, x: StoredChunk, skipna: bool, idx, counts: bool = False):
+    """The extremes with NaN where a slice has no valid value (or, unskipped, a NaN)."""
     if np.any(missing):
         val = val.astype(x.dtype, copy=True)
         val[missing] = np.nan
-        if skipna and np.any(idx == 0):
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
-    return _finish(_shape_out(x, axes, keepdims, val), None, out)
+        if skipna and np.any(idx == 0 if counts else idx < 0):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+    return val
 
 
 @_implements(np.min, np.amin)
@@ -188,10 +201,20 @@ def _arg(x, axis, out, keepdims, want_max, skipna):
     axes = kernels.normalize_axis(axis, x.ndim)
     if x.size == 0:
         raise ValueError("attempt to get argmin of an empty sequence")
+    # in dask's arg_chunk the indices are the pass's last use: the memoised maps are handed
+    # over (and may be written in place) instead of copied
+    own = called_from("arg_chunk", 3, 6)
     _, idx, nanidx = _indexed(x, axes, want_max)
+    if own:
+        x._memo.pop(("extrema", axes, want_max), None)
     if skipna:
         if np.any(idx < 0):
             raise ValueError("All-NaN slice encountered")
+        res = idx
+    elif own:
+        first_nan = nanidx >= 0
+        if np.any(first_nan):
+            np.copyto(idx, nanidx, where=first_nan)
         res = idx
     else:
         res = np.where(nanidx >= 0, nanidx, idx)
@@ -506,6 +529,7 @@ def register_dask_hooks() -> None:
     to_numpy_dispatch.register(StoredChunk, lambda x, **kw: x.decode())
     concatenate_lookup.register(SumPartial, concatenate_partials)
     concatenate_lookup.register(PartialStack, concatenate_partials)
+    concatenate_lookup.register(ArgPair, concatenate_pairs)
 
 
 def _concatenate_chunks(arrays, axis=0, out=None):
