@@ -32,7 +32,7 @@ from dfits.kernels.argcombine import fold_part, gather_part
 __all__ = ["ArgPair", "ArgStack", "ArgValues", "FieldStack", "concatenate_pairs"]
 
 #: Partials below this many bytes (values and indices) stay on dask's structured path.
-MIN_BYTES = 1 << 18
+MIN_BYTES = 1 << 12
 
 _ARGS = {np.argmax: (True, False), np.nanargmax: (True, True)}
 _ARGS |= {np.argmin: (False, False), np.nanargmin: (False, True)}
