@@ -4,8 +4,8 @@
         stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
         [--tmpdir DIR]
 
-Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap``, ``maskedmoment0`` and ``maskedmoment16``
-exist too, outside the default set):
+Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap``, ``maskedmoment0``, ``maskedmoment16``
+and ``peakmap`` exist too, outside the default set):
 ``sum``/``mean``/``std`` of a float64 2-D image of ``--size`` bytes; ``nanmean16`` of a
 BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels); ``moment0``
 (axis 0) and ``spectrum`` (axes 1,2) sums of a float32 cube (256, ny, nx) of size/2;
@@ -14,7 +14,8 @@ BITPIX=16 image of size/4 (BSCALE=0.5, BZERO=10, BLANK=-32768 on ~1% of pixels);
 float32 cube; ``maskedmoment0``: ``where(x > 0.8, x, 0).sum(axis=0)`` (a thresholded moment-0
 map; the cube's values are uniform in [0, 1)); ``maskedmoment16``:
 ``nansum(where(x > 12810, x, nan), axis=0)`` of the int16 cube (xarray's
-``where(x > t).sum(dim)``; a fifth of its values are above); ``stamps``: 1000 random 32x32
+``where(x > t).sum(dim)``; a fifth of its values are above); ``peakmap``: ``argmax(axis=0)``
+of the float32 cube (the channel of each pixel's peak); ``stamps``: 1000 random 32x32
 cut-outs (fixed seed) from a 4000x4000 float32 image; ``headers``: every header of a file of
 10,000 10x10 int16 HDUs.
 
@@ -24,7 +25,8 @@ Methodology
   ``--tmpdir`` when one of the same size and layout is there.
 * Every timed run is a fresh ``python`` subprocess (``compare.py --worker CASE TOOL PATH WARM``).
   It first runs the same operation on a tiny file of the same type (imports, Numba compilation,
-  dask start-up are not timed), then times only the operation on the real file with
+  dask start-up are not timed; dask tools plan 16 KiB chunks there, so that combine steps and
+  their kernels run too), then times only the operation on the real file with
   ``time.perf_counter`` and reports it, its peak RSS (``ru_maxrss``: the whole process,
   interpreter included; touched pages of memory-mapped files count too) and result values.
 * Right before each run the parent drops the file from the page cache and reads it whole in
@@ -92,7 +94,7 @@ TOOLS = (
 )
 REDUCTIONS = (
     *("sum", "mean", "std", "nanmean16", "moment0", "spectrum", "nanmoment16", "stdmap"),
-    *("maskedmoment0", "maskedmoment16"),
+    *("maskedmoment0", "maskedmoment16", "peakmap"),
 )
 #: ``maskedmoment0`` keeps the values above this (a fifth of the cube)
 MASK_THRESHOLD = 0.8
@@ -111,6 +113,7 @@ FILE_OF = {
     "stdmap": "cube",
     "maskedmoment0": "cube",
     "maskedmoment16": "i2cube",
+    "peakmap": "cube",
     "stamps": "stamps",
     "headers": "headers",
 }
@@ -468,6 +471,29 @@ def limit_kernels() -> dict:
     moment0 = over_tiles(plane_tile)
 
     @ser
+    def peak_tile(p, t0, t1, out):  # out[t0:t1] = first plane of each pixel's max (or NaN)
+        best = np.empty(t1 - t0, np.float32)
+        r = p[0, t0:t1]
+        for i in range(t1 - t0):
+            best[i] = load_f4(r[i])
+            out[t0 + i] = 0
+        for c in range(1, p.shape[0]):
+            r = p[c, t0:t1]
+            for i in range(t1 - t0):
+                v, b = load_f4(r[i]), best[i]
+                if v > b or (v != v and b == b):  # numpy's argmax: the first NaN wins
+                    best[i] = v
+                    out[t0 + i] = c
+
+    @par
+    def peakmap(u):
+        p = u.reshape(u.shape[0], -1)
+        out = np.empty(p.shape[1], np.int64)
+        for t in prange((p.shape[1] + tile - 1) // tile):
+            peak_tile(p, t * tile, min((t + 1) * tile, p.shape[1]), out)
+        return out.reshape(u.shape[1:])
+
+    @ser
     def masked_tile(p, t0, t1, out):  # plane_tile of the values above MASK_THRESHOLD
         acc = np.zeros(t1 - t0)
         thr = np.float32(MASK_THRESHOLD)
@@ -620,6 +646,7 @@ def limit_kernels() -> dict:
         "nanmoment16": lambda u, m: nanmoment16(u, np.int16(m["BLANK"]), m["BSCALE"], m["BZERO"]),
         "stdmap": lambda u, m: stdmap(u),
         "maskedmoment0": lambda u, m: masked_moment0(u),
+        "peakmap": lambda u, m: peakmap(u),
         "maskedmoment16": lambda u, m: masked_moment16(
             u, np.int16(m["BLANK"]), above16(m), m["BSCALE"], m["BZERO"]
         ),
@@ -640,6 +667,8 @@ def numpy_reduce(case: str, a):
         return np.where(a > MASK_THRESHOLD, a, 0).sum(axis=0)
     if case == "maskedmoment16":
         return np.nansum(np.where(a > MASK16_THRESHOLD, a, np.nan), axis=0)
+    if case == "peakmap":
+        return a.argmax(axis=0)
     return a.sum(axis=0 if case == "moment0" else (1, 2))
 
 
@@ -703,7 +732,7 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
     if tool == "LIMIT":
         kern = limit_kernels()[case]
         udt = {-64: np.uint64, -32: np.uint32, 16: np.uint16}[m["bitpix"]]
-        cube = case in ("moment0", "spectrum", "nanmoment16", "stdmap") or case.startswith("masked")
+        cube = FILE_OF[case] in ("cube", "i2cube")
         shape = tuple(m["shape"]) if cube else (math.prod(m["shape"]),)
         return lambda: kern(np.memmap(path, udt, "r", m["offset"], shape), m)
     if tool == "numpy-native":
@@ -813,11 +842,26 @@ def check_values(case: str, res) -> list[float]:
     return [float(flat.sum()), float(flat[0]), float(flat[flat.size // 2]), float(flat[-1])]
 
 
+def small_chunks(op):
+    """``op`` with dask planning 16 KiB chunks: the warm-up file then has several chunks, so
+    that what runs only on several (combine steps and their kernels) is compiled untimed."""
+
+    def run():
+        import dask
+
+        with dask.config.set({"array.chunk-size": "16KiB"}):
+            return op()
+
+    return run
+
+
 def worker(case: str, tool: str, path: str, warm: str) -> None:
     make = {"stamps": stamps_op, "headers": headers_op}.get(case)
     build = make or (lambda t, p, m: reduction_op(case, t, p, m))
     for p in (warm, path):
         op = build(tool, p, json.loads(Path(p).with_suffix(".json").read_text()))
+        if p == warm and tool in ("dfits", "dask-from-array"):
+            op = small_chunks(op)
         spy = contextlib.nullcontext()
         if "numba" in sys.modules:  # count JIT compilations that land inside the timed region
             from numba.core import event

@@ -175,6 +175,19 @@ def test_limit_masked_moment_map_matches_numpy():
     assert compare.FILE_OF["maskedmoment0"] == "cube"
 
 
+def test_limit_peak_map_matches_numpy():
+    # LIMIT's peak-channel map: numpy's argmax (first of ties, first NaN wins)
+    compare = _script("compare")
+    data = np.random.default_rng(5).random((7, 8, 16), dtype=np.float32)
+    data[:, 0, 0] = 0.5  # ties all the way: plane 0
+    data[2, 1, 1], data[5, 1, 1] = np.nan, np.nan
+    data[4, 2, 2] = 2.0
+    got = compare.limit_kernels()["peakmap"](data.astype(">f4").view(np.uint32), {})
+    np.testing.assert_array_equal(got, compare.numpy_reduce("peakmap", data))
+    assert (got[0, 0], got[1, 1], got[2, 2]) == (0, 2, 4)
+    assert compare.FILE_OF["peakmap"] == "cube"
+
+
 def test_mirror_order_gives_each_block_its_mirror_blocks_priority():
     import dask.array as da
     from dask.order import order

@@ -1,14 +1,15 @@
-"""Cube science on a float32 (channel, y, x) cube: moment-0, moment-1 and noise maps, a spectrum.
+"""Cube science on a float32 (channel, y, x) cube: moment-0, moment-1, noise and peak maps, a
+spectrum.
 
 The spectral axis is ``v = CRVAL3 + CDELT3 * channel`` (km/s); moment 1 is the
 intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the noise map is the
-standard deviation over channels (``std(axis=0)``); the spectrum sums every channel over y
-and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
+standard deviation over channels (``std(axis=0)``); the peak map is the channel of each
+pixel's peak (``argmax(axis=0)``); the spectrum sums every channel over y and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
 (the one-pass weighted sums on chunks planned for the reduction, what ``.fits.moment()`` and
 ``dfits moment`` run; moment maps only), ``astropy-eager``
 (``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
 matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
-moment 0, the noise map and the spectrum; it has none for moment 1).
+moment 0, the noise map, the peak map and the spectrum; it has none for moment 1).
 
 ``CubeCutout`` runs a spectrum, a moment-0 map, a noise spectrum and a peak spectrum of a
 box inside the same cube; ``CubeWidened`` runs moment-0, the mean and the noise map after
@@ -31,7 +32,7 @@ import numpy as np
 from . import TINY, compare, image_bytes, image_file, prewarm, require
 
 TOOLS = ["dfits", "dfits-moment", "astropy-eager", "spectral-cube", "LIMIT"]
-OPS = ["moment0", "moment1", "stdmap", "spectrum"]
+OPS = ["moment0", "moment1", "stdmap", "spectrum", "peakmap"]
 CRVAL3, CDELT3 = -50.0, 0.5
 
 
@@ -65,6 +66,8 @@ def numpy_op(op: str, a: np.ndarray):
         return a.sum(axis=(1, 2))
     if op == "stdmap":
         return a.std(axis=0)
+    if op == "peakmap":  # the channel of each pixel's peak
+        return a.argmax(axis=0)
     m0 = a.sum(axis=0)
     if op == "moment0":
         return m0
@@ -103,12 +106,14 @@ def build(tool: str, op: str, path: str, meta: dict):
                 return x.sum(axis=0).compute()
             if op == "stdmap":
                 return x.std(axis=0).compute()
+            if op == "peakmap":
+                return x.argmax(axis=0).compute()
             v = velocities(x.shape[0]).astype(x.dtype)[:, None, None]
             return ((x * v).sum(axis=0) / x.sum(axis=0)).compute()
 
         return run
     if tool == "dfits-moment":
-        if op in ("spectrum", "stdmap"):
+        if op in ("spectrum", "stdmap", "peakmap"):
             raise NotImplementedError("moment maps only")
         import dfits
         from dfits.array import weighted_sums
@@ -134,6 +139,8 @@ def build(tool: str, op: str, path: str, meta: dict):
             return cube.sum(axis=(1, 2))
         if op == "stdmap":
             return cube.std(axis=0)
+        if op == "peakmap":
+            return cube.argmax(axis=0)
         return cube.moment0() if op == "moment0" else cube.moment1()
 
     return run_sc
