@@ -164,6 +164,19 @@ def test_extrema_of_columns_at_the_identity(spec, rng, axis):
         _check_extrema(case, spec, axis, (want_max,))
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((2, 7, 8200), 1), ((7, 3, 2734), 0)], ids=str)
+def test_extrema_of_wide_columns(spec, rng, shape, axis):
+    # the column kernel goes through more than one tile of columns (the last one partial),
+    # four rows per pass and then the rest; ties across rows keep the first index
+    raw = make_stored(spec, shape, rng)
+    index = [slice(None)] * 3
+    index[axis] = 5
+    tied = [slice(None)] * 3
+    tied[axis] = 1
+    raw[tuple(index)] = raw[tuple(tied)]
+    _check_extrema(raw, spec, axis)
+
+
 def _check_extrema(raw, spec, axis, maxes=(False, True)):
     """``kernels.extrema`` of ``raw`` against numpy's first-occurrence rules."""
     flat = _flat(oracle.decode(raw, spec), axis)

@@ -19,6 +19,7 @@ from numba import njit
 
 from dfits.kernels._compile import jit
 from dfits.kernels._loaders import Kind, loaders
+from dfits.kernels.moments import SUM_TILE
 
 __all__ = ["extrema_kernels", "minmax_kernels"]
 
@@ -65,38 +66,71 @@ def extrema_kernels(kind: Kind, want_max: bool):
             out_idx[a] = idx
             out_nanidx[a] = nanidx
 
+    @njit(inline="always", nogil=True)
+    def step(v, b, best, at, nan_at):
+        take = better(v, best)
+        if can_miss:
+            nan_at = b if (v != v) and nan_at < 0 else nan_at
+        return (v if take else best), (b if take else at), nan_at
+
+    @jit
+    def fold_one(r0, b, val, idx, nanidx, scale, zero, blank):
+        for c in range(r0.size):
+            val[c], idx[c], nanidx[c] = step(
+                phys(r0[c], scale, zero, blank), b, val[c], idx[c], nanidx[c]
+            )
+
+    @jit
+    def fold_four(r0, r1, r2, r3, b, val, idx, nanidx, scale, zero, blank):
+        # four rows per pass over the tile's running extremes (as the column sums read them)
+        for c in range(r0.size):
+            v, i, n = step(phys(r0[c], scale, zero, blank), b, val[c], idx[c], nanidx[c])
+            v, i, n = step(phys(r1[c], scale, zero, blank), b + 1, v, i, n)
+            v, i, n = step(phys(r2[c], scale, zero, blank), b + 2, v, i, n)
+            val[c], idx[c], nanidx[c] = step(phys(r3[c], scale, zero, blank), b + 3, v, i, n)
+
     @jit
     def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
         # The caller pre-fills ``out_val`` with the identity (±inf, or the integer type's
         # max/min). A missing value is NaN in the physical domain and never wins, so each
         # element is a compare-and-select on the value and its index, which LLVM vectorises
         # (a branch per element ran 4-5x slower); ties keep the first index, as numpy does.
+        # Columns go in tiles whose running extremes and indices stay in L2, four rows per
+        # pass (as the column sums read them): streaming the whole outputs through every row
+        # took 17.9 ms per 32-plane float32 chunk of a 1024² cube, tiles 14-15 ms.
         na, nb, nc, off, sa, sb = geo
+        tval = np.empty(min(SUM_TILE, nc), out_val.dtype)
+        tidx = np.empty(min(SUM_TILE, nc), np.int64)
+        tnan = np.empty(min(SUM_TILE, nc), np.int64)
         for a in range(na):
-            val = out_val[a]
-            idx = out_idx[a]
-            nanidx = out_nanidx[a]
-            idx[:] = -1
-            nanidx[:] = -1
-            for b in range(nb):
-                o = off + a * sa + b * sb
-                row = base[o : o + nc]
-                for c in range(nc):
-                    v = phys(row[c], scale, zero, blank)
-                    take = better(v, val[c])
-                    val[c] = v if take else val[c]
-                    idx[c] = b if take else idx[c]
-                    if can_miss:
-                        nanidx[c] = b if (v != v) and nanidx[c] < 0 else nanidx[c]
+            for c0 in range(0, nc, SUM_TILE):
+                w = min(c0 + SUM_TILE, nc) - c0
+                val, idx, nanidx = tval[:w], tidx[:w], tnan[:w]
+                val[:] = out_val[a, c0 : c0 + w]
+                idx[:] = -1
+                nanidx[:] = -1
+                b = 0
+                while b + 4 <= nb:
+                    o = off + a * sa + b * sb + c0
+                    r0, r1 = base[o : o + w], base[o + sb : o + sb + w]
+                    r2, r3 = base[o + 2 * sb : o + 2 * sb + w], base[o + 3 * sb : o + 3 * sb + w]
+                    fold_four(r0, r1, r2, r3, b, val, idx, nanidx, scale, zero, blank)
+                    b += 4
+                for bb in range(b, nb):
+                    o = off + a * sa + bb * sb + c0
+                    fold_one(base[o : o + w], bb, val, idx, nanidx, scale, zero, blank)
+                out_val[a, c0 : c0 + w] = val
+                out_idx[a, c0 : c0 + w] = idx
+                out_nanidx[a, c0 : c0 + w] = nanidx
             # a column whose valid values all equal the identity (-inf for a max, say) has
             # none that beats it: its first valid value is the answer
             for c in range(nc):
-                if idx[c] < 0:
+                if out_idx[a, c] < 0:
                     for b in range(nb):
                         x = base[off + a * sa + b * sb + c]
                         if not can_miss or valid(x, blank):
-                            val[c] = phys(x, scale, zero, blank)
-                            idx[c] = b
+                            out_val[a, c] = phys(x, scale, zero, blank)
+                            out_idx[a, c] = b
                             break
 
     return rows, cols
