@@ -12,9 +12,9 @@ asks it for a structured ``empty_like`` and gets an :class:`ArgPair`, which keep
 it is handed apart, by reference. dask's combine step concatenates pairs through our
 ``concatenate`` hook, which gives an :class:`ArgStack`; its fields are :class:`FieldStack`
 objects, whose ``argmax``/``argmin``/``nanargmax``/``nanargmin`` along the stacked axis pick
-the winning part tile by tile (numpy's rules: the first extreme wins ties; a NaN wins unless
-NaNs are skipped), and whose fancy indexing with dask's ``ogrid`` pattern gathers from the
-winners. No structured array, concatenation or index map as large as the result is made.
+the winning part, one Numba pass per part (numpy's rules: the first extreme wins ties; a NaN
+wins unless NaNs are skipped), and whose fancy indexing with dask's ``ogrid`` pattern gathers
+from the winners. No structured array, concatenation or index map as large as the result is made.
 
 Anything else asked of these objects (another function, another index, pickling) gets what
 numpy would give for the structured or concatenated array, so results do not depend on the
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dfits.array.partials import plain_nested
 from dfits.kernels.argcombine import fold_part, gather_part
 
 __all__ = ["ArgPair", "ArgStack", "ArgValues", "FieldStack", "concatenate_pairs"]
@@ -140,8 +141,8 @@ def concatenate_pairs(arrays, axis: int = 0, out: Any = None):
     return np.concatenate([_plain(a) for a in arrays], axis=axis, out=out)
 
 
-class ArgStack:
-    """Structured arg partials dask meant to concatenate along ``axis`` (each 1 deep there)."""
+class _Stacked:
+    """Parts dask meant to concatenate along ``axis``, each 1 deep there, kept apart."""
 
     __array_priority__ = 27.0
     __slots__ = ("_dense", "axis", "parts")
@@ -150,6 +151,49 @@ class ArgStack:
         self.parts = parts
         self.axis = axis
         self._dense: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        shape = list(self.parts[0].shape)
+        shape[self.axis] = len(self.parts)
+        return tuple(shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.parts[0].ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.parts[0].dtype
+
+    def dense(self) -> np.ndarray:
+        """The concatenation dask asked for (made once, only when something needs it)."""
+        if self._dense is None:
+            self._dense = np.concatenate([_plain(p) for p in self.parts], axis=self.axis)
+        return self._dense
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.dense()
+        return out if dtype is None else out.astype(dtype)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_plain_all(args), **_plain_all(kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        # array methods dask or numpy may reach for act on the concatenation; our own
+        # (private) names never fall through to it
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.dense(), name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+class ArgStack(_Stacked):
+    """Structured arg partials dask meant to concatenate along ``axis``."""
+
+    __slots__ = ()
 
     @classmethod
     def of(cls, parts: list[Any], axis: int) -> ArgStack | None:
@@ -165,80 +209,20 @@ class ArgStack:
                 return None
         return cls(parts, axis)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        shape = list(self.parts[0].shape)
-        shape[self.axis] = len(self.parts)
-        return tuple(shape)
-
-    @property
-    def ndim(self) -> int:
-        return self.parts[0].ndim
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.parts[0].dtype
-
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str) and key in ("vals", "arg"):
             return FieldStack([_field(p, key) for p in self.parts], self.axis)
         return self.dense()[key]
 
-    def dense(self) -> np.ndarray:
-        if self._dense is None:
-            self._dense = np.concatenate([_plain(p) for p in self.parts], axis=self.axis)
-        return self._dense
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        out = self.dense()
-        return out if dtype is None else out.astype(dtype)
-
-    def __array_function__(self, func, types, args, kwargs):
-        return func(*_plain_all(args), **_plain_all(kwargs))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.dense(), name)
-
-    def __repr__(self) -> str:
-        return f"ArgStack(shape={self.shape}, dtype={self.dtype})"
-
-
-class FieldStack:
+class FieldStack(_Stacked):
     """One field of an :class:`ArgStack`: its parts, each 1 deep along ``axis``."""
 
-    __array_priority__ = 27.0
-    __slots__ = ("_choice", "_dense", "axis", "parts")
+    __slots__ = ("_choice",)
 
     def __init__(self, parts: list[np.ndarray], axis: int) -> None:
-        self.parts = parts
-        self.axis = axis
-        self._dense: np.ndarray | None = None
+        super().__init__(parts, axis)
         self._choice: tuple[np.ndarray, np.ndarray] | None = None
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        shape = list(self.parts[0].shape)
-        shape[self.axis] = len(self.parts)
-        return tuple(shape)
-
-    @property
-    def ndim(self) -> int:
-        return self.parts[0].ndim
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.parts[0].dtype
-
-    def dense(self) -> np.ndarray:
-        if self._dense is None:
-            self._dense = np.concatenate(self.parts, axis=self.axis)
-        return self._dense
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        out = self.dense()
-        return out if dtype is None else out.astype(dtype)
 
     def __array_function__(self, func, types, args, kwargs):
         choice = _ARGS.get(func)
@@ -255,7 +239,7 @@ class FieldStack:
                 and int(axis) % self.ndim == self.axis
             ):
                 return self._choose(*choice)
-        return func(*_plain_all(args), **_plain_all(kwargs))
+        return super().__array_function__(func, types, args, kwargs)
 
     def _choose(self, want_max: bool, skipna: bool) -> np.ndarray:
         """The index of each element's winning part (what numpy's arg function returns)."""
@@ -313,14 +297,6 @@ class FieldStack:
             gather_part(out, flat, values[k], k)
         return out.reshape(picked.shape)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.dense(), name)
-
-    def __repr__(self) -> str:
-        return f"FieldStack(shape={self.shape}, dtype={self.dtype})"
-
 
 def _field(part: Any, name: str) -> np.ndarray:
     if isinstance(part, ArgPair):
@@ -344,8 +320,4 @@ def _plain(obj: Any) -> Any:
 
 
 def _plain_all(obj: Any) -> Any:
-    if isinstance(obj, list | tuple):
-        return type(obj)(_plain_all(o) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _plain_all(v) for k, v in obj.items()}
-    return _plain(obj)
+    return plain_nested(obj, _plain)

@@ -35,7 +35,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from dfits.array.tiles import LazyPart, materialize, tile_slices, value_at
 
-__all__ = ["SUMS", "PartialStack", "SumPartial", "as_partial", "plain"]
+__all__ = ["SUMS", "PartialStack", "SumPartial", "as_partial", "plain", "plain_nested"]
 
 #: Partials smaller than this stay plain: concatenating them costs less than the bookkeeping.
 STACK_MIN_BYTES = 1 << 18
@@ -390,9 +390,15 @@ def plain(obj: Any) -> Any:
     return obj
 
 
-def _plain_all(obj: Any) -> Any:
+def plain_nested(obj: Any, leaf: Any = None) -> Any:
+    """``leaf`` (default :func:`plain`) of every item of nested lists, tuples and dicts."""
+    leaf = plain if leaf is None else leaf
     if isinstance(obj, list | tuple):
-        return type(obj)(_plain_all(o) for o in obj)
+        return type(obj)(plain_nested(o, leaf) for o in obj)
     if isinstance(obj, dict):
-        return {k: _plain_all(v) for k, v in obj.items()}
-    return plain(obj)
+        return {k: plain_nested(v, leaf) for k, v in obj.items()}
+    return leaf(obj)
+
+
+def _plain_all(obj: Any) -> Any:
+    return plain_nested(obj)
