@@ -83,6 +83,32 @@ def test_against_numpy(tmp_path, pairs_everywhere, enc, func, axis):
     assert pairs_everywhere["stacks"] > 0
 
 
+@pytest.mark.parametrize("func", ["nanargmax", "nanargmin"])
+@pytest.mark.parametrize("threshold", [0, 1 << 30], ids=["pairs", "structured"])
+def test_nan_slices_of_a_chunk_stay_stored(tmp_path, monkeypatch, no_decode, func, threshold):
+    # dask's nanarg chunk step decodes a chunk whose slice is all NaN (to fill it with -inf);
+    # a stored chunk answers index 0 there instead, on either combine path
+    monkeypatch.setattr(argpartials, "MIN_BYTES", threshold)
+    data = _stored(ENCODINGS["f32-nan"], np.random.default_rng(9))
+    data[4:8, 3:5, :] = np.nan  # one chunk's slices along axis 0, some NaN-only
+    if threshold == 0:
+        # only NaN and -inf (or +inf for nanargmin) in a column: numpy fills NaN with -inf
+        # and so answers the first NaN (0); dask's structured combine does the same and then
+        # raises "All NaN slice". dfits answers the first real extreme (9).
+        data[:, 3, 1] = np.nan
+        data[9:11, 3, 1] = -np.inf if func == "nanargmax" else np.inf
+    x, ref = encoded_case(tmp_path, data, ENCODINGS["f32-nan"], chunks=(4, 6, 7))
+    lazy, eager = FUNCS[func]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's all-NaN slice warnings
+        got = lazy(x, axis=0, split_every=2).compute()
+        want = eager(ref, axis=0)
+    if threshold == 0:
+        assert want[3, 1] == 0
+        want[3, 1] = 9
+    np.testing.assert_array_equal(got, want)
+
+
 def test_keepdims_and_blank_columns(tmp_path, pairs_everywhere):
     data = _stored(ENCODINGS["i16-scaled-blank"], np.random.default_rng(7))
     data[:, 1, 2] = -5  # BLANK all the way: NaN everywhere in that column

@@ -209,7 +209,12 @@ def _arg(x, axis, out, keepdims, want_max, skipna):
         x._memo.pop(("extrema", axes, want_max), None)
     if skipna:
         if np.any(idx < 0):
-            raise ValueError("All-NaN slice encountered")
+            if not own:
+                raise ValueError("All-NaN slice encountered")
+            # dask's nanarg chunk step would catch numpy's error and decode the chunk to
+            # fill NaN with ∓inf, which gives index 0 for a slice of NaN (its value stays NaN,
+            # and loses to any value in the combine): the same, without the decode
+            np.copyto(idx, 0, where=idx < 0)
         res = idx
     elif own:
         first_nan = nanidx >= 0

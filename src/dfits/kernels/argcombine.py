@@ -6,6 +6,10 @@ the first wins, and a NaN wins (``argmax``/``argmin`` return the first NaN) unle
 skipped (``nanargmax``/``nanargmin``: any value beats a NaN). :func:`fold_part` folds one part
 into a running best, in place; :func:`gather_part` copies a part's values where it won. Both
 take flat arrays (any stride) and run one pass, so combining ``k`` parts reads each once.
+
+One case differs from numpy on purpose, as the chunk kernels do: where a slice holds only NaN
+and -inf (``nanargmax``; +inf for ``nanargmin``), numpy fills NaN with -inf and answers the
+first NaN; here the first -inf wins (dask's own combine would answer NaN and raise).
 """
 
 from __future__ import annotations
