@@ -177,3 +177,17 @@ def test_stack_answers_other_questions_densely():
     np.testing.assert_array_equal(vals[1:], dense["vals"][1:])
     np.testing.assert_array_equal(stack["arg"].sum(), dense["arg"].sum())
     np.testing.assert_array_equal(np.asarray(stack), dense)
+
+
+@pytest.mark.parametrize("threshold", [0, 1 << 30], ids=["pairs", "structured"])
+def test_no_all_nan_warning_without_an_all_nan_slice(tmp_path, monkeypatch, threshold):
+    # the extreme of many slices sits at index 0 of its chunk: that is no "All-NaN slice"
+    monkeypatch.setattr(argpartials, "MIN_BYTES", threshold)
+    data = _stored(ENCODINGS["f32-nan"], np.random.default_rng(11))
+    data[8:12, 0, 0] = 1.0  # no slice of a chunk is all NaN
+    data[0::4] += 10  # every chunk's first row holds its maxima
+    x, ref = encoded_case(tmp_path, data, ENCODINGS["f32-nan"], chunks=(4, 6, 7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = da.nanargmax(x, axis=0).compute()
+    np.testing.assert_array_equal(got, np.nanargmax(ref, axis=0))

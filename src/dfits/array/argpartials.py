@@ -247,7 +247,7 @@ class FieldStack(_Stacked):
         shape = self.shape[: self.axis] + self.shape[self.axis + 1 :]
         # dask only indexes with it: the smallest integer type that counts the parts
         winner = np.zeros(values[0].size, np.min_scalar_type(len(values) - 1))
-        best = values[0].copy()
+        best = values[0].copy()  # the running best: part 0's values must stay as they are
         for k in range(1, len(values)):
             fold_part(best, winner, values[k], k, want_max=want_max, skipna=skipna)
         winner, best = winner.reshape(shape), best.reshape(shape)
@@ -292,7 +292,7 @@ class FieldStack(_Stacked):
     def _gather(self, picked: np.ndarray) -> np.ndarray:
         values = self._flat_parts()
         flat = np.ascontiguousarray(picked).reshape(-1)
-        out = values[0].copy()
+        out = values[0].copy()  # the result map: the winners' values are written over it
         for k in range(1, len(values)):
             gather_part(out, flat, values[k], k)
         return out.reshape(picked.shape)

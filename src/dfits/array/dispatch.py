@@ -150,27 +150,29 @@ def _extreme(x, axis, out, keepdims, want_max, skipna, name):
         # pass gives both (the value-only kernel first and then the indexed one read the
         # chunk twice)
         val, idx, nanidx = _indexed(x, axes, want_max)
-        missing = (idx < 0) | (nanidx >= 0 if not skipna else False)
+        # indexed kernel: idx is -1 where a slice has no valid value
+        none_valid = idx < 0
+        missing = none_valid | (nanidx >= 0 if not skipna else False)
         if keepdims and out is None and wants_pair(val):
             # the values dask's arg_chunk pairs with the indices: kept apart from them (and
             # combined part by part) instead of packed into a structured array
-            return _shape_out(x, axes, keepdims, _with_nan(val, missing, x, skipna, idx)).view(
-                ArgValues
-            )
+            val = _with_nan(val, missing, x, skipna, none_valid)
+            return _shape_out(x, axes, keepdims, val).view(ArgValues)
     else:
         val, idx, nanidx = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False)
         # value-only kernel: idx counts valid values, nanidx missing ones
-        missing = (idx == 0) | (nanidx > 0 if not skipna else False)
-    val = _with_nan(val, missing, x, skipna, idx, counts=True)
+        none_valid = idx == 0
+        missing = none_valid | (nanidx > 0 if not skipna else False)
+    val = _with_nan(val, missing, x, skipna, none_valid)
     return _finish(_shape_out(x, axes, keepdims, val), None, out)
 
 
-def _with_nan(val, missing, x: StoredChunk, skipna: bool, idx, counts: bool = False):
+def _with_nan(val, missing, x: StoredChunk, skipna: bool, none_valid):
     """The extremes with NaN where a slice has no valid value (or, unskipped, a NaN)."""
     if np.any(missing):
         val = val.astype(x.dtype, copy=True)
         val[missing] = np.nan
-        if skipna and np.any(idx == 0 if counts else idx < 0):
+        if skipna and np.any(none_valid):
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
     return val
 
