@@ -235,3 +235,66 @@ def test_abtrees_script_alternates_trees_with_the_same_values(tmp_path, capsys):
     assert out.count("x the first tree") == 2
     with pytest.raises(SystemExit):  # the same tree twice compares nothing
         abtrees.main(["--trees", str(src), str(src), "--case", "sum"])
+
+
+@pytest.mark.parametrize("case", ["stdmap", "peakmap", "maskedmoment16"])
+def test_timeline_times_the_case_it_names(tmp_path, capsys, case):
+    # each case's own graph, not a plain sum: the timeline lists that reduction's tasks
+    timeline = _script("timeline")
+    args = ["--case", case, "--size", "256KiB", "--rounds", "1", "--tmpdir", str(tmp_path)]
+    assert timeline.main([*args, "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "same values: True" in out
+    want = {"stdmap": "var", "peakmap": "arg", "maskedmoment16": "nansum"}[case]
+    assert want in out
+
+
+@pytest.mark.parametrize("case", ["moment0", "nanmoment16", "stdmap", "peakmap"])
+def test_planned_chunks_give_the_same_values(tmp_path, case):
+    # dfits-plan reduces hdu.to_dask(reduce_axis=0): other chunks, the same result
+    import json
+
+    compare = _script("compare")
+    path, _ = compare.case_files(case, 1 << 20, tmp_path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    import dask
+
+    import dfits
+
+    with dask.config.set({"array.chunk-size": "16KiB"}):  # several chunks on a small cube
+        plan = compare.reduction_op(case, "dfits-plan", str(path), meta)()
+        base = compare.reduction_op(case, "dfits", str(path), meta)()
+        hdu = dfits.open(path)[0]
+        deep, flat = hdu.to_dask(reduce_axis=0).chunks, hdu.data.chunks
+    np.testing.assert_allclose(plan, base, rtol=1e-5)
+    assert max(deep[0]) > max(flat[0])  # the plan is deeper along the spectral axis
+
+
+def test_plan_tool_only_for_spectral_axis_cases_and_rated_on_its_own_row():
+    compare = _script("compare")
+    for case in compare.ALL_CASES:
+        planned = (case, "dfits-plan") not in compare.NOT_APPLICABLE
+        assert planned == (case in compare.PLANNED)
+    assert set(compare.PLANNED) <= set(compare.REDUCTIONS)
+
+    def rec(t):
+        return {"times": [t], "rss": [1.0], "check": None, "error": None}
+
+    results = {
+        "moment0": {
+            "tools": {
+                "LIMIT": rec(1.0),
+                "astropy-eager": rec(8.0),
+                "dfits": rec(2.0),
+                "dfits-plan": rec(4.0),
+            }
+        },
+        "sum": {"tools": {"LIMIT": rec(1.0), "astropy-eager": rec(8.0), "dfits": rec(2.0)}},
+    }
+    head, body = compare.ratios(results)
+    rows = {r[0]: dict(zip(head, r, strict=True)) for r in body}
+    assert set(rows) == {"moment0", "moment0 (dfits-plan)", "sum"}
+    assert rows["moment0"]["dfits % of LIMIT"] == "50%"
+    assert rows["moment0 (dfits-plan)"]["dfits % of LIMIT"] == "25%"
+    assert rows["moment0 (dfits-plan)"]["dfits vs astropy-eager"] == "2.00x"
+    assert "dfits vs dfits-plan" not in head
