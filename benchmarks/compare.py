@@ -25,7 +25,7 @@ Methodology
   ``--tmpdir`` when one of the same size and layout is there.
 * Every timed run is a fresh ``python`` subprocess (``compare.py --worker CASE TOOL PATH WARM``).
   It first runs the same operation on a tiny file of the same type (imports, Numba compilation,
-  dask start-up are not timed; dask tools plan 16 KiB chunks there, so that combine steps and
+  dask start-up are not timed; dask tools plan 8 KiB chunks there, so that combine steps and
   their kernels run too), then times only the operation on the real file with
   ``time.perf_counter`` and reports it, its peak RSS (``ru_maxrss``: the whole process,
   interpreter included; touched pages of memory-mapped files count too) and result values.
@@ -862,14 +862,29 @@ def check_values(case: str, res) -> list[float]:
 
 
 def small_chunks(op):
-    """``op`` with dask planning 16 KiB chunks: the warm-up file then has several chunks, so
-    that what runs only on several (combine steps and their kernels) is compiled untimed."""
+    """``op`` with dask planning 8 KiB chunks: the warm-up file then has enough chunks for a
+    combine step and an aggregate (8 along a cube's channels), so that what runs only on
+    several (combine steps and their kernels) is compiled untimed.
+    dfits' combine steps keep partials apart from 256 KiB up (``STACK_MIN_BYTES``); the
+    warm-up stacks every partial, so that the kernels of those sums compile untimed too."""
 
     def run():
         import dask
 
-        with dask.config.set({"array.chunk-size": "16KiB"}):
-            return op()
+        stacked = None
+        if "dfits" in sys.modules:  # the dfits tools (imported when their op was built)
+            import importlib
+
+            stacked = importlib.import_module("dfits.array.partials")
+        floor = getattr(stacked, "STACK_MIN_BYTES", None)
+        try:
+            if floor is not None:
+                stacked.STACK_MIN_BYTES = 0
+            with dask.config.set({"array.chunk-size": "8KiB"}):
+                return op()
+        finally:
+            if floor is not None:
+                stacked.STACK_MIN_BYTES = floor
 
     return run
 

@@ -33,12 +33,18 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from dfits.array.fused import AsType, fused_sum
 from dfits.array.tiles import LazyPart, materialize, tile_slices, value_at
 
 __all__ = ["SUMS", "PartialStack", "SumPartial", "as_partial", "plain", "plain_nested"]
 
 #: Partials smaller than this stay plain: concatenating them costs less than the bookkeeping.
 STACK_MIN_BYTES = 1 << 18
+
+#: Sums of recorded steps run through compiled kernels (:mod:`dfits.array.fused`) where they
+#: can; False evaluates every step with numpy, tile by tile (the same values, bit for bit but
+#: for the sign bit of a NaN).
+FUSE = True
 
 #: The reductions a stack answers by adding its parts.
 SUMS = (np.sum, np.nansum)
@@ -230,7 +236,7 @@ class PartialStack(NDArrayOperatorsMixin):
 
     def astype(self, dtype: Any, **kwargs: Any) -> PartialStack:
         # dask's ``divide(a, b, dtype)`` casts its quotient: part by part too
-        return _apply(lambda p: p.astype(dtype, **kwargs), [self], self)
+        return _apply(AsType(dtype, kwargs), [self], self)
 
     def __getitem__(self, index: Any) -> Any:
         # ``Ms[..., k]`` picks along the last axis, which is never a stacked one
@@ -320,6 +326,8 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
         return func(stack.dense(), axis=axis, dtype=dtype, out=out, keepdims=keepdims, **extra)
     rdtype = func(np.zeros(1, first.dtype), dtype=dtype).dtype
     acc = _constant_sum(leaves, rdtype, skipna) if keepdims else None
+    if acc is None and FUSE:
+        acc = fused_sum(leaves, first.shape, rdtype, skipna)
     if acc is None:
         acc = np.empty(first.shape, rdtype)
         for tile in tile_slices(first.shape):
