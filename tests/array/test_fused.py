@@ -179,3 +179,47 @@ def test_dask_variances_through_the_compiled_combine_equal_the_tile_steps(
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-6)
+
+
+def test_combine_steps_fill_no_map_for_mu_and_add_into_their_own_sums(cubes, monkeypatch):
+    # mu = divide(total, n) stays a recorded quotient inside the combine and aggregate, and
+    # Ms.sum() + sum(ns * d**2) lands in one of the two fresh sums; the result is plain
+    x = cubes["f4"]
+    lazy, inplace = [], []
+    real_astype, real_scratch = tiles.LazyPart.astype, partials._scratch_for_sum
+
+    def astype_spy(self, dtype, **kw):  # numpy_compat's divide casts dask's lazy mu
+        lazy.append(True)
+        return real_astype(self, dtype, **kw)
+
+    def scratch_spy(inputs):
+        out = real_scratch(inputs)
+        inplace.append(out is not None)
+        return out
+
+    monkeypatch.setattr(tiles.LazyPart, "astype", astype_spy)
+    monkeypatch.setattr(partials, "_scratch_for_sum", scratch_spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = da.nanvar(x, axis=0, split_every=3).compute()
+        want = np.nanvar(x.compute().astype(np.float64), axis=0)
+    assert type(got) is np.ndarray
+    assert any(lazy)
+    assert any(inplace)
+    np.testing.assert_allclose(got, want, rtol=2e-5)
+
+
+def test_sums_of_partials_elsewhere_are_fresh_arrays(monkeypatch):
+    monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
+    rng = np.random.default_rng(4)
+    parts = [rng.random((1, 3, 4)).view(SumPartial) for _ in range(3)]
+    a = np.sum(_stack(parts), axis=0, keepdims=True)  # a fresh stack sum, marked
+    b = np.sum(_stack(parts[::-1]), axis=0, keepdims=True)
+    before = np.array(a), np.array(b)
+    c = a + b  # not dask's moment helper: neither input is written
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])
+    np.testing.assert_array_equal(c, before[0] + before[1])
+    q = np.divide(a, b)  # not dask's mu either: a real quotient
+    assert isinstance(q, np.ndarray)
+    np.testing.assert_array_equal(q, before[0] / before[1])

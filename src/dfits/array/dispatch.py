@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from dfits import kernels
+from dfits.array import partials
 from dfits.array.argpartials import ArgPair, ArgValues, concatenate_pairs, wants_pair
 from dfits.array.concat import concatenate_partials
 from dfits.array.cuts import CutValues
+from dfits.array.fused import shifted_m2
 from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.partials import PartialStack, SumPartial, as_partial
 from dfits.array.stored import Deviation, StoredChunk, called_from
@@ -375,10 +377,17 @@ def _shifted_m2(n, mean, m2, centre, dtype) -> np.ndarray:
     otherwise fills a float64 map and then its cast, and fresh memory costs more than the
     arithmetic. NaN means stay NaN; empty slices sum to 0.
     """
-    value = np.empty(np.shape(mean), np.float64 if dtype is None else dtype)
+    rdtype = np.dtype(np.float64 if dtype is None else dtype)
+    counts = np.broadcast_to(n, np.shape(mean))
+    if partials.FUSE and np.size(mean) * rdtype.itemsize >= partials.STACK_MIN_BYTES:
+        # a map: one compiled pass (no per-tile numpy calls); small ones are not worth a
+        # compilation
+        value = shifted_m2(counts, np.asarray(mean), np.asarray(m2), centre, rdtype)
+        if value is not None:
+            return value
+    value = np.empty(np.shape(mean), rdtype)
     if not isinstance(centre, LazyPart):
         centre = np.broadcast_to(centre, value.shape)
-    counts = np.broadcast_to(n, value.shape)
     for tile in tile_slices(value.shape):
         with np.errstate(invalid="ignore"):
             v = np.asarray(np.subtract(mean[tile], value_at(centre, tile), dtype=np.float64))

@@ -19,25 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.tiles import LazyPart
+from dfits.array.tiles import AsType, LazyPart, quiet_divide
 from dfits.kernels import elementwise
 
-__all__ = ["AsType", "fused_sum"]
+__all__ = ["fused_sum", "shifted_m2"]
 
-_BINOPS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/", np.equal: "=="}
-
-
-class AsType:
-    """``part.astype(dtype)`` as a recognisable step (a lambda could not be translated)."""
-
-    __slots__ = ("dtype", "kwargs")
-
-    def __init__(self, dtype: Any, kwargs: dict[str, Any]) -> None:
-        self.dtype = dtype
-        self.kwargs = kwargs
-
-    def __call__(self, part: Any) -> Any:
-        return part.astype(self.dtype, **self.kwargs)
+_BINOPS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
+_COMPARISONS = {np.equal: "==", np.less_equal: "<="}
 
 
 class _Unsupported(Exception):
@@ -112,10 +100,14 @@ def _step(func: Any, args: list[Any], shape, inputs) -> tuple[tuple, Any]:
         _castable(ta, out)
         _castable(tb, out)
         return ("where", _name(out), c, a, b), out
-    if not isinstance(func, functools.partial) or func.keywords or func.args:
+    if func is quiet_divide:
+        ufunc = np.true_divide
+    elif not isinstance(func, functools.partial) or func.keywords or func.args:
         raise _Unsupported(func)
-    ufunc = func.func
-    if len(args) != 2 or (ufunc not in _BINOPS and ufunc is not np.power):
+    else:
+        ufunc = func.func
+    known = ufunc in _BINOPS or ufunc in _COMPARISONS or ufunc is np.power
+    if len(args) != 2 or not known:
         raise _Unsupported(ufunc)
     (a, ta), (b, tb) = (_translate(x, shape, inputs) for x in args)
     loop = ufunc.resolve_dtypes((_dtype_or_weak(ta), _dtype_or_weak(tb), None))
@@ -126,7 +118,11 @@ def _step(func: Any, args: list[Any], shape, inputs) -> tuple[tuple, Any]:
         if b != ("const", "int", "2") or len(set(loop)) != 1 or loop[0].kind != "f":
             raise _Unsupported("power")
         return ("square", _name(loop[0]), a), loop[2]
-    if loop[0] != loop[1] or (ufunc is not np.equal and loop[1] != loop[2]):
+    if ufunc in _COMPARISONS:
+        if loop[0] != loop[1]:
+            raise _Unsupported("mixed loop dtypes")
+        return ("binop", _COMPARISONS[ufunc], _name(loop[0]), a, b), loop[2]
+    if len(set(loop)) != 1:
         raise _Unsupported("mixed loop dtypes")
     return ("binop", _BINOPS[ufunc], _name(loop[0]), a, b), loop[2]
 
@@ -196,3 +192,24 @@ def fused_sum(
     for k, vs in enumerate(views):
         kernel(flat, k == 0, *vs)
     return acc
+
+
+def shifted_m2(
+    n: Any, mean: np.ndarray, m2: np.ndarray, centre: Any, dtype: np.dtype
+) -> np.ndarray | None:
+    """``Σ(x - c)² = M2 + n (mean - c)²`` in one compiled pass, stored in ``dtype``; or None.
+
+    The steps of :func:`dfits.array.dispatch._shifted_m2`'s tiles, recorded: ``mean - c`` in
+    float64, squared, times the counts, plus ``M2``, and 0 where a slice counts nothing.
+    """
+    shape = np.shape(mean)
+    if isinstance(centre, LazyPart) and centre.shape != shape:
+        return None
+    step = functools.partial
+    d = LazyPart(
+        step(np.subtract), [mean, LazyPart(AsType(np.float64, {}), [centre], shape)], shape
+    )
+    sq = LazyPart(step(np.power), [d, 2], shape)
+    total = LazyPart(step(np.add), [LazyPart(step(np.multiply), [sq, n], shape), m2], shape)
+    empty = LazyPart(step(np.less_equal), [n, 0], shape)
+    return fused_sum([LazyPart(np.where, [empty, 0.0, total], shape)], shape, dtype, False)

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from dfits.array.fused import AsType, fused_sum
-from dfits.array.tiles import LazyPart, materialize, tile_slices, value_at
+from dfits.array.fused import fused_sum
+from dfits.array.tiles import AsType, LazyPart, materialize, quiet_divide, tile_slices, value_at
 
 __all__ = ["SUMS", "PartialStack", "SumPartial", "as_partial", "plain", "plain_nested"]
 
@@ -45,6 +45,9 @@ STACK_MIN_BYTES = 1 << 18
 #: can; False evaluates every step with numpy, tile by tile (the same values, bit for bit but
 #: for the sign bit of a NaN).
 FUSE = True
+
+#: Attribute marking a stack sum's fresh result, which nothing but its caller holds.
+_SCRATCH = "_dfits_scratch"
 
 #: The reductions a stack answers by adding its parts.
 SUMS = (np.sum, np.nansum)
@@ -66,11 +69,21 @@ class SumPartial(np.ndarray):
             and not kwargs
             and len(inputs) == 2
             and all(isinstance(i, SumPartial) and i.shape == self.shape for i in inputs)
-            and _called_from_moment_chunk()
+            and (_called_from_moment_chunk() or _dividing_for_mu())
         ):
             # dask's moment_chunk: ``u = total / n`` is only the centre of ``A - u``, whose
-            # squared sum evaluates it tile by tile (dispatch._shifted_m2): no whole map
-            return LazyPart(_quiet_divide, [plain(inputs[0]), plain(inputs[1])], self.shape)
+            # squared sum evaluates it tile by tile (dispatch._shifted_m2): no whole map.
+            # Its combine and aggregate: ``mu = divide(total, n)`` only enters the parts'
+            # ``divide(totals, ns) - mu``, which the stack sum evaluates per element.
+            return LazyPart(quiet_divide, [plain(inputs[0]), plain(inputs[1])], self.shape)
+        if ufunc is np.add and method == "__call__" and not kwargs and len(inputs) == 2:
+            into = _scratch_for_sum(inputs)
+            if into is not None:
+                # ``Ms.sum() + sum(ns * d**2)`` in dask's moment helper: both sums are fresh
+                # maps of ours that nothing else holds, so the sum goes into one of them
+                # (addition commutes exactly) instead of a third map
+                np.add(*(plain(i) for i in inputs), out=plain(into))
+                return into
         out = getattr(ufunc, method)(*(plain(i) for i in inputs), **kwargs)
         if method == "__call__" and ufunc.nout == 1 and _partials_only(inputs, out):
             # ``Ms.sum() + sum(ns * d**2)`` in dask's moment combine: the combined M is a
@@ -110,13 +123,6 @@ class SumPartial(np.ndarray):
         return self.view(np.ndarray).__reduce__()
 
 
-def _quiet_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # moment_chunk divides under errstate(divide/invalid="ignore"); a lazy quotient runs
-    # later, outside it, so it carries the same state (empty slices: 0/0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.true_divide(a, b)
-
-
 @functools.cache
 def _moment_chunk_code() -> Any:
     from dask.array import reductions
@@ -129,6 +135,70 @@ def _called_from_moment_chunk() -> bool:
     """True when the ufunc being answered was called by dask's ``moment_chunk`` itself."""
     frame = sys._getframe(2)  # 0: here, 1: __array_ufunc__, 2: the operator's caller
     return frame is not None and frame.f_code is _moment_chunk_code()
+
+
+@functools.cache
+def _divide_codes() -> tuple[Any, frozenset]:
+    from dask.array import reductions
+
+    def code(func: Any) -> Any:
+        return getattr(getattr(func, "__wrapped__", func), "__code__", None)
+
+    moments = frozenset({code(reductions.moment_combine), code(reductions.moment_agg)})
+    return code(reductions.divide), moments
+
+
+def _dividing_for_mu() -> bool:
+    """True inside dask's ``mu = divide(total, n)`` of its moment combine or aggregate.
+
+    Only that quotient is left lazy: it is the first ``divide`` of partials there (``mu`` is
+    not bound yet), and it only enters ``divide(totals, ns) - mu``. The aggregate's final
+    ``divide(M, denominator)``, made once ``mu`` exists, stays a plain array.
+    """
+    divide, moments = _divide_codes()
+    frame = _caller(divide, 5)  # via numpy_compat's dtype-casting divide or numpy's own
+    if frame is None:
+        return False
+    frame = frame.f_back
+    return frame is not None and frame.f_code in moments and "mu" not in frame.f_locals
+
+
+def _caller(code: Any, depth: int) -> Any:
+    """The nearest of our ``depth`` callers running ``code`` (a code object), or None."""
+    frame = sys._getframe(2)  # 0: here, 1: the check asking
+    for _ in range(depth):
+        if frame is None or frame.f_code is code:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+@functools.cache
+def _moment_helper_code() -> Any:
+    from dask.array import reductions
+
+    func = reductions._moment_helper
+    return getattr(func, "__wrapped__", func).__code__
+
+
+def _scratch_for_sum(inputs: tuple[Any, ...]) -> Any:
+    """The input that ``a + b`` may overwrite, or None.
+
+    Only inside dask's ``_moment_helper``, where both operands are stack sums made just
+    before its ``+``: an input qualifies when
+    it is one of those (:data:`_SCRATCH` marks them), writeable, and of the sum's dtype and
+    shape.
+    """
+    a, b = inputs
+    if not (isinstance(a, SumPartial) and isinstance(b, SumPartial) and a.shape == b.shape):
+        return None
+    if _caller(_moment_helper_code(), 4) is None:
+        return None
+    dtype = np.result_type(a, b)
+    for part in (a, b):
+        if getattr(part, _SCRATCH, False) and part.flags.writeable and part.dtype == dtype:
+            return part
+    return None
 
 
 def _partials_only(inputs: tuple[Any, ...], out: Any) -> bool:
@@ -334,7 +404,10 @@ def _stack_sum(stack, axis, dtype, out, keepdims, skipna, extra):
             _add_tile(acc, tile, leaves, rdtype, skipna)
     if keepdims:
         # a combine step's result: the next level (or dask's aggregate) stacks it in turn
-        return as_partial(acc)
+        out = as_partial(acc)
+        if isinstance(out, SumPartial):
+            setattr(out, _SCRATCH, True)
+        return out
     acc = acc.reshape(tuple(n for i, n in enumerate(acc.shape) if i not in axes))
     return acc[()] if acc.ndim == 0 else acc
 

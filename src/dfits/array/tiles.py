@@ -22,7 +22,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TILE_ITEMS", "LazyPart", "materialize", "reshaped", "tile_slices", "value_at"]
+__all__ = [
+    "TILE_ITEMS",
+    "AsType",
+    "LazyPart",
+    "materialize",
+    "quiet_divide",
+    "reshaped",
+    "tile_slices",
+    "value_at",
+]
 
 #: Items per tile: 256 KiB of float64, a few of which stay in L2 while a tile's steps run.
 #: Fewer items mean more Python calls per part (each step is one numpy call per tile).
@@ -64,8 +73,32 @@ class LazyPart:
         args = [_arg(a, self.shape, index) for a in self.args]
         return np.asarray(self.func(*args))
 
+    def astype(self, dtype: Any, **kwargs: Any) -> LazyPart:
+        """The cast as one more recorded step (dask's ``divide(a, b, dtype)`` casts)."""
+        return LazyPart(AsType(dtype, kwargs), [self], self.shape)
+
     def __repr__(self) -> str:
         return f"LazyPart({getattr(self.func, '__name__', self.func)!r}, shape={self.shape})"
+
+
+class AsType:
+    """``part.astype(dtype)`` as a step that can be recognised (a lambda could not)."""
+
+    __slots__ = ("dtype", "kwargs")
+
+    def __init__(self, dtype: Any, kwargs: dict[str, Any]) -> None:
+        self.dtype = dtype
+        self.kwargs = kwargs
+
+    def __call__(self, part: Any) -> Any:
+        return np.asarray(part).astype(self.dtype, **self.kwargs)
+
+
+def quiet_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a / b`` without warnings: dask divides under ``errstate(divide/invalid="ignore")``,
+    and a recorded quotient runs later, outside it (empty slices: 0/0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(a, b)
 
 
 def _arg(arg: Any, shape: tuple[int, ...], index: tuple[slice, ...] | None) -> Any:

@@ -22,8 +22,8 @@ process):
   value so that the loop over the other inputs can vectorise);
 * ``("const", kind, text)``: a scalar, ``kind`` ``"int"``/``"float"``/``"bool"`` and ``text``
   its ``repr`` (``"nan"`` and ``"inf"`` allowed);
-* ``("binop", op, dtype, a, b)``: ``op`` one of ``+ - * / ==`` on ``a`` and ``b`` cast to
-  ``dtype`` (a numpy dtype name; ``==`` gives a bool);
+* ``("binop", op, dtype, a, b)``: ``op`` one of ``+ - * / == <=`` on ``a`` and ``b`` cast to
+  ``dtype`` (a numpy dtype name; ``==`` and ``<=`` give a bool);
 * ``("square", dtype, a)``: ``a`` cast to ``dtype``, times itself;
 * ``("where", dtype, c, a, b)``: ``a`` if ``c`` else ``b``, cast to ``dtype``;
 * ``("cast", dtype, a)``.
@@ -47,7 +47,7 @@ __all__ = ["DTYPES", "evaluate", "sum_kernel"]
 DTYPES = frozenset(
     ("bool", "float32", "float64", *(f"{s}int{n}" for s in ("", "u") for n in (8, 16, 32, 64)))
 )
-_OPS = {"+", "-", "*", "/", "=="}
+_OPS = {"+", "-", "*", "/", "==", "<="}
 _SPECIAL = {"nan": "np.nan", "inf": "np.inf", "-inf": "(-np.inf)"}
 
 
@@ -159,7 +159,7 @@ def evaluate(expr: tuple, inputs: list[np.ndarray]) -> np.ndarray:
     if op == "binop":
         sym, dtype, a, b = expr[1:]
         ufunc = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
-        ufunc["=="] = np.equal
+        ufunc["=="], ufunc["<="] = np.equal, np.less_equal
         va, vb = evaluate(a, inputs), evaluate(b, inputs)
         with np.errstate(all="ignore"):  # the compiled loops are quiet too
             return ufunc[sym](np.asarray(va).astype(dtype), np.asarray(vb).astype(dtype))
