@@ -23,6 +23,7 @@ timeline (``dask.diagnostics.Profiler``: worker, start, end, duration, key) for 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -67,6 +68,7 @@ def run(case: str, path: str, warm: str, schedule: str) -> dict:
         dask.local.order = mirror_order(dask.local.order)
     # imports, compilation (of combine kernels too: several chunks), thread pool
     compare.small_chunks(lambda: compare.dask_reduce(case, dfits.open(warm)[0].data))()
+    gc.collect()  # as compare.py's worker does: no warm-up garbage in the timed region
     x = dfits.open(path)[0].data
     graph = compare.dask_graph(case, x)
     with Profiler() as prof:
