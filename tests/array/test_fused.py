@@ -21,6 +21,21 @@ def _stack(parts):
     return PartialStack([np.asarray(p).view(SumPartial) for p in parts], 0)
 
 
+@pytest.fixture
+def fused_calls(monkeypatch):
+    """Whether each stack sum was answered by the compiled path (True) or not (False)."""
+    calls: list[bool] = []
+    real = fused.fused_sum
+
+    def spy(*args):
+        out = real(*args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(partials, "fused_sum", spy)
+    return calls
+
+
 def _moment_term(rng, totals_dtype, mu_dtype, cast, broadcast_ns, where):
     """dask's combine (or, with ``where``, aggregate) term over a 4-part stack."""
     shape = (1, 7, 9)
@@ -53,21 +68,13 @@ def _moment_term(rng, totals_dtype, mu_dtype, cast, broadcast_ns, where):
 )
 @pytest.mark.parametrize("skipna", [False, True])
 def test_fused_sums_equal_the_tile_by_tile_steps(
-    monkeypatch, where, broadcast_ns, totals_dtype, mu_dtype, cast, skipna
+    monkeypatch, fused_calls, where, broadcast_ns, totals_dtype, mu_dtype, cast, skipna
 ):
     rng = np.random.default_rng(17)
     term = _moment_term(rng, totals_dtype, mu_dtype, cast, broadcast_ns, where)
     assert all(isinstance(p, tiles.LazyPart) for p in term.parts)
     func = np.nansum if skipna else np.sum
-    calls = []
-    real = fused.fused_sum
-
-    def spy(*args):
-        out = real(*args)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(partials, "fused_sum", spy)
+    calls = fused_calls
     with np.errstate(all="ignore"):
         got = func(term, axis=0, keepdims=True)
         monkeypatch.setattr(partials, "FUSE", False)
@@ -157,18 +164,10 @@ def cubes(tmp_path, monkeypatch):
 @pytest.mark.parametrize("func", ["var", "std", "nanvar", "nanstd"])
 @pytest.mark.parametrize("axis", [0, 1, (0, 2)])
 def test_dask_variances_through_the_compiled_combine_equal_the_tile_steps(
-    cubes, monkeypatch, name, func, axis
+    cubes, monkeypatch, fused_calls, name, func, axis
 ):
     x = cubes[name]
-    used = []
-    real = fused.fused_sum
-
-    def spy(*args):
-        out = real(*args)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(partials, "fused_sum", spy)
+    used = fused_calls
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = getattr(da, func)(x, axis=axis, ddof=1, split_every=3).compute()
