@@ -303,6 +303,52 @@ def test_default_chunks_follow_the_file(tmp_path):
     assert set(x.chunks[0][:-1]) == {16}
 
 
+@pytest.mark.parametrize("bitpix", [-32, 16])
+def test_planned_chunks_read_the_same_from_maps_split_at_their_gaps(tmp_path, monkeypatch, bitpix):
+    """Row-split chunks of a moment-map plan, mapped with their gaps split off (as large
+    files' runs are), give astropy's values; the split itself is tested in tests/io."""
+    import dask
+
+    from dfits.io import local
+
+    monkeypatch.setattr(local, "_SPLIT_MIN_RUN", 1024)
+    split, calls = local._split_gaps, []
+
+    def spy(m, start, runs):
+        calls.append(runs.length)
+        split(m, start, runs)
+
+    monkeypatch.setattr(local, "_split_gaps", spy)
+    path = Path(tmp_path) / "cube.fits"
+    rng = np.random.default_rng(11)
+    if bitpix == -32:
+        data = rng.standard_normal((80, 64, 256)).astype(np.float32)
+        data[3, 40, 7] = np.nan
+        header = {}
+    else:
+        data = rng.integers(-1000, 1000, (80, 64, 256)).astype(np.int16)
+        data[5, 50, 9] = -32768
+        header = {"BSCALE": 0.5, "BZERO": 10.0, "BLANK": -32768}
+    hdu = fits.PrimaryHDU(data)
+    for key, value in header.items():
+        hdu.header[key] = value
+    hdu.writeto(path)
+    expected = fits.getdata(path).astype(np.float64)
+    with dask.config.set({"array.chunk-size": "256KiB"}):
+        x = dfits.open(path)[0].to_dask(reduce_axis=0)
+    assert len(x.chunks[1]) > 1  # rows split: each chunk is one strided run per plane
+    np.testing.assert_allclose(
+        da.nansum(x, axis=0).compute(), np.nansum(expected, axis=0), rtol=1e-5, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        da.nanstd(x, axis=0).compute(), np.nanstd(expected, axis=0), rtol=1e-4
+    )
+    np.testing.assert_array_equal(np.isnan(x.sum(axis=0).compute()), np.isnan(expected.sum(0)))
+    np.testing.assert_array_equal(x.compute(), fits.getdata(path))
+    assert calls
+    assert max(calls) >= 1024  # some maps had runs long enough to split
+
+
 def test_to_dask_plans_chunks_for_a_reduction(tmp_path):
     import dask
 

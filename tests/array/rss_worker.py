@@ -26,11 +26,15 @@ def _rss(field: str) -> int:
 def main() -> None:
     path, offset, n0, n1, bitpix, chunk_rows, op = sys.argv[1:8]
     spec = parse_decode_spec(int(bitpix))[0]
-    shape = (int(n0), int(n1))
+    shape: tuple[int, ...] = (int(n0), int(n1))
+    chunks: tuple[int, ...] = (int(chunk_rows), shape[1])
+    if op.startswith("plane"):
+        # the image as a cube of 64 planes, in a moment-map plan's chunks: every plane's
+        # first rows, one strided run per plane
+        shape = (64, shape[0] // 64, shape[1])
+        chunks = (64, int(chunk_rows), shape[2])
     block = ImageBlock(open_source(path), int(offset), shape, spec)
-    x = dask_array(
-        block, normalize((int(chunk_rows), shape[1]), shape, spec.physical, spec.itemsize), "rss"
-    )
+    x = dask_array(block, normalize(chunks, shape, spec.physical, spec.itemsize), "rss")
     funcs = {
         "sum": lambda a: a.sum(),
         "nanmean": da.nanmean,
@@ -38,6 +42,7 @@ def main() -> None:
         "nanmax": da.nanmax,
         "mean0": lambda a: a.mean(axis=0),
         "std0": lambda a: a.std(axis=0),
+        "planes_mean0": lambda a: a.mean(axis=0),
     }
     with dask.config.set(scheduler="threads", num_workers=2):
         funcs[op](x[:8]).compute()  # compile first: JIT memory is not what we measure

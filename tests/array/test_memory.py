@@ -28,11 +28,17 @@ def big_image(tmp_path_factory):
     return str(path), rows, cols
 
 
-@pytest.mark.parametrize("op", ["sum", "nanmean", "std", "nanmax", "mean0", "std0"])
+@pytest.mark.parametrize("op", ["sum", "nanmean", "std", "nanmax", "mean0", "std0", "planes_mean0"])
 def test_peak_rss_is_bounded_by_chunks_not_file(big_image, op):
     path, rows, cols = big_image
     chunk_rows = 256  # 16 MiB chunks
     chunk = chunk_rows * cols * 8
+    if op.startswith("planes"):
+        # the image as 64 planes, chunks of 8 rows of every plane: 64 runs of 512 KiB, each
+        # sharing 2 MiB page-cache folios with other chunks' runs. Without the gaps split
+        # off their maps, this host measured 411 MB of growth (the bound: 334 MB), with 70 MB.
+        chunk_rows = 8
+        chunk = 64 * chunk_rows * cols * 8
     threads = 2
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2]))
     proc = subprocess.run(

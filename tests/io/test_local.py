@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.io import LocalSource, open_source
+from dfits.io import LocalSource, local, open_source
 from dfits.io.local import _FOLIO, _folio_span
+from dfits.io.ranges import Runs, region_runs
 
 
 @pytest.fixture
@@ -55,6 +56,62 @@ def test_maps_across_folio_bounds_hold_the_asked_bytes(tmp_path):
     for offset, n in [(5760, _FOLIO), (_FOLIO - 3, 10), (2 * _FOLIO + 1, _FOLIO + 4098)]:
         for populate in (False, True):
             np.testing.assert_array_equal(src.map(offset, n, populate=populate), data[offset:][:n])
+
+
+def _areas(path) -> int:
+    """How many mapped areas of this process are backed by ``path``."""
+    with open("/proc/self/maps") as fh:
+        return sum(line.rstrip().endswith(str(path)) for line in fh)
+
+
+@pytest.fixture
+def strided_file(tmp_path):
+    """A 4-plane stack of 256 KiB planes after a 2880-byte header, and its bytes."""
+    path = tmp_path / "planes.bin"
+    data = (np.arange(2880 + 4 * 2**18, dtype=np.uint64) * 2654435761 % 251).astype(np.uint8)
+    path.write_bytes(data.tobytes())
+    return path, data
+
+
+@pytest.mark.skipif(not hasattr(local.mmap, "MADV_DONTDUMP"), reason="Linux map advice")
+def test_a_strided_map_splits_the_gaps_between_its_runs_off(strided_file, monkeypatch):
+    path, data = strided_file
+    monkeypatch.setattr(local, "_SPLIT_MIN_RUN", 2**16)
+    src = LocalSource.open(path)
+    # the second half of each plane's rows: 4 runs of 128 KiB, 128 KiB apart
+    runs = region_runs(2880, (4, 64, 1024), 4, (0, 32, 0), (4, 32, 1024))
+    first, stop = int(runs.starts[0]), int(runs.starts[-1]) + runs.length
+    before = _areas(path)
+    view = src.map(first, stop - first, populate=False, runs=runs)
+    # one area per run and one per gap: the gaps' pages are never mapped with the runs'
+    assert _areas(path) - before == 2 * len(runs.starts) - 1
+    np.testing.assert_array_equal(view, data[first:stop])  # gaps still read (never needed)
+    del view
+    assert _areas(path) == before  # the whole map goes with its last view
+
+
+@pytest.mark.parametrize(
+    ("setting", "runs"),
+    [
+        ({}, Runs(np.array([2880, 2880 + 2**18]), 2**16)),  # runs too short to split for
+        ({"_SPLIT_MAX_RUNS": 1}, Runs(np.array([2880, 2880 + 2**18]), 2**17)),  # too many
+        ({"_SPLIT_MIN_RUN": 1}, Runs(np.array([2880]), 2**17)),  # one run: no gap
+        ({"_SPLIT_MIN_RUN": 1}, Runs(np.array([2880, 2880 + 2**17 + 100]), 2**17)),  # gap < page
+        ({"_SPLIT_MIN_RUN": 1, "_SPLIT_ADVICE": -1}, Runs(np.array([2880, 2880 + 2**18]), 2**17)),
+    ],
+)
+def test_maps_that_are_not_split_stay_one_area_with_the_same_bytes(
+    strided_file, monkeypatch, setting, runs
+):
+    path, data = strided_file
+    for name, value in setting.items():
+        monkeypatch.setattr(local, name, value)  # -1: advice the kernel refuses (EINVAL)
+    src = LocalSource.open(path)
+    first, stop = int(runs.starts[0]), int(runs.starts[-1]) + runs.length
+    before = _areas(path)
+    view = src.map(first, stop - first, populate=False, runs=runs)
+    assert _areas(path) - before == 1
+    np.testing.assert_array_equal(view, data[first:stop])
 
 
 def test_source_pickles_without_a_handle(blob):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dfits.errors import FileChangedError, MissingFileError, TruncatedFileError
+from dfits.io.ranges import Runs
 
 __all__ = ["FileIdentity", "LocalSource"]
 
@@ -31,6 +32,13 @@ _PAGE = mmap.ALLOCATIONGRANULARITY
 #: folio with one page-table entry only where the map covers the whole folio; a map that
 #: starts or ends inside one maps it 4 KiB at a time (see :meth:`LocalSource.map`).
 _FOLIO = 2 << 20
+#: A strided map has the gaps between its runs split off (see :func:`_split_gaps`) only when
+#: its runs are at least this long and at most :data:`_SPLIT_MAX_RUNS` many: then one
+#: ``madvise`` per run (about a microsecond) is small beside reading the run, and the map stays
+#: a few hundred kernel areas at most (Linux allows 65530 per process by default).
+_SPLIT_MIN_RUN = 256 << 10
+_SPLIT_MAX_RUNS = 256
+_SPLIT_ADVICE = getattr(mmap, "MADV_DONTDUMP", None)
 # keyed by identity too: a file replaced under the same path (atomic rewrite) gets a new
 # descriptor instead of reading the old, deleted inode
 _fds: dict[tuple[int, str, int, int], int] = {}
@@ -115,11 +123,16 @@ class LocalSource:
             )
         return data
 
-    def map(self, offset: int, nbytes: int, *, populate: bool = True) -> np.ndarray:
+    def map(
+        self, offset: int, nbytes: int, *, populate: bool = True, runs: Runs | None = None
+    ) -> np.ndarray:
         """Return a read-only ``uint8`` view of ``nbytes`` at ``offset``, backed by an mmap.
 
         ``populate`` pre-faults the pages in one system call (``MAP_POPULATE``); callers pass
-        False when they will touch only part of the range (strided chunk views).
+        False when they will touch only part of the range (strided chunk views). ``runs``,
+        the byte runs inside the range that will be read (a strided chunk), lets the map
+        keep the pages between them out of the process's resident memory (see
+        :func:`_split_gaps`).
         """
         if nbytes == 0:
             return np.empty(0, np.uint8)
@@ -136,6 +149,8 @@ class LocalSource:
             start, stop = _folio_span(offset, offset + nbytes, self.size)
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         m = mmap.mmap(self._fd(), stop - start, flags=flags, prot=mmap.PROT_READ, offset=start)
+        if runs is not None and not populate:
+            _split_gaps(m, start, runs)
         return np.frombuffer(m, np.uint8, count=nbytes, offset=offset - start)
 
     def mapping(self) -> mmap.mmap | None:
@@ -151,6 +166,37 @@ class LocalSource:
         except (OSError, ValueError):
             return None  # e.g. a file shrunk since open: the read path reports it
         return m
+
+
+def _split_gaps(m: mmap.mmap, start: int, runs: Runs) -> None:
+    """Split the pages between ``runs`` off the map ``m`` (file offset ``start``) as areas of
+    their own, so that a folio shared by a run and a gap maps only its run's pages.
+
+    Linux maps a whole cached folio at the first touch of any of its pages, as long as the
+    folio lies inside one mapped area. A strided chunk of a moment-map plan is one run of
+    rows per plane: 2 MiB runs that start 2880 bytes into a 2 MiB folio (after a FITS header
+    block), so every run reaches 2880 bytes into the next folio, which the neighbouring
+    chunk reads. Mapped whole, that folio doubles the chunk's resident memory. Measured on
+    this project's VM (64 such runs, cached in 2 MiB folios): 258 MB resident against 130 MB
+    with the gaps split off, for 0.07 ms more per chunk (64 ``madvise`` calls).
+
+    The gaps get ``MADV_DONTDUMP``, an advice that changes nothing about reading the map
+    (the gaps are never read) but, being a different flag, makes them separate areas.
+    Splitting is best effort: with too many or too short runs, or where the advice is
+    refused, the map stays one area and only resident memory is higher.
+    """
+    n = len(runs.starts)
+    if _SPLIT_ADVICE is None or n < 2 or n > _SPLIT_MAX_RUNS or runs.length < _SPLIT_MIN_RUN:
+        return
+    ends = runs.starts[:-1] - start + runs.length
+    gap_starts = -(-ends // _PAGE) * _PAGE  # inward to whole pages: the runs stay mapped
+    gap_stops = (runs.starts[1:] - start) // _PAGE * _PAGE
+    try:
+        for a, b in zip(gap_starts.tolist(), gap_stops.tolist(), strict=True):
+            if b > a:
+                m.madvise(_SPLIT_ADVICE, a, b - a)
+    except OSError:  # e.g. out of map areas: resident memory is higher, values the same
+        return
 
 
 def _folio_span(first: int, stop: int, size: int) -> tuple[int, int]:
