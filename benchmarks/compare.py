@@ -62,6 +62,14 @@ Methodology
   ``dfits-plan`` (cube cases along the spectral axis only) reduces
   ``hdu.to_dask(reduce_axis=0)``, the deeper chunks that ``da.fits.moment`` and the CLI's
   ``moment`` plan; the ratio table gives it a row of its own.
+* ``dask-native`` runs the same dask reduction as ``dfits`` over the ``numpy-native``
+  array, in the chunks ``dfits`` uses: no file, no byte swap, no decoding, nothing of dfits'
+  in the tasks; the array is made untimed (dask would otherwise hash all of it). Where
+  numpy's chunk function is as fast as a kernel (sums of native floats: ``sum``, ``mean``,
+  ``moment0``, ``spectrum``), it shows what dask's own machinery (graph, scheduler, tree
+  reduction, fresh partial maps) leaves of LIMIT's speed on this host: a floor for any path
+  through the plain dask API. Elsewhere numpy's chunk functions (``nanmean``, ``var``) are
+  the slower part.
 * Ratios: ``dfits vs X`` = median(X) / median(dfits), above 1 when dfits is faster;
   ``% of LIMIT`` = median(LIMIT) / median(dfits).
 """
@@ -98,6 +106,7 @@ TOOLS = (
     "astropy-memmap",
     "fitsio",
     "dask-from-array",
+    "dask-native",
     "dfits",
     "dfits-plan",
 )
@@ -133,6 +142,8 @@ NOT_APPLICABLE = {
     # the raw-integer idiom exists only for scaled integers with BLANK
     *((case, "numpy-rawint") for case in ALL_CASES if case != "nanmean16"),
     ("stamps", "dask-from-array"),
+    ("stamps", "dask-native"),
+    ("headers", "dask-native"),
     *((case, "dfits-plan") for case in ALL_CASES if case not in PLANNED),
     ("headers", "numpy-native"),
     ("headers", "astropy-eager"),
@@ -152,6 +163,7 @@ HOW = {  # what each tool does, by tool or by (case, tool)
     "dfits": "dfits.open(path)[0].data + dask .compute()",
     "dfits-plan": "dfits.open(path)[0].to_dask(reduce_axis=0) + dask .compute()",
     "dask-from-array": "da.from_array(fits.open(path)[0].data, chunks='auto') + dask",
+    "dask-native": "dask over a preloaded native array in dfits' chunks (load not timed)",
     ("nanmean16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nanmean",
     ("nanmoment16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.nansum(axis=0)",
     ("maskedmoment16", "fitsio"): "fitsio.read, scaled BLANK -> NaN, np.where + np.nansum",
@@ -759,6 +771,14 @@ def reduction_op(case: str, tool: str, path: str, m: dict):
         return lambda: numpy_reduce(case, a)
     if tool == "numpy-rawint":
         return lambda: rawint_nanmean(path, m)
+    if tool == "dask-native":
+        import dask.array as da
+
+        import dfits
+
+        # name=False: a random name instead of a hash of the whole array (0.5 s for 1 GiB)
+        x = da.from_array(native(path, m), chunks=dfits.open(path)[0].data.chunks, name=False)
+        return lambda: dask_reduce(case, x)
     if tool == "fitsio":
         return lambda: numpy_reduce(case, fitsio_read(path, m))
     if tool == "dfits":
@@ -941,10 +961,18 @@ def run_one(case: str, tool: str, path: Path, warm: Path, timeout: float, cache:
     return {"error": lines[-1] if lines else f"exit status {proc.returncode}"}
 
 
-def measure(case: str, tmpdir: Path, size: int, runs: int, timeout: float, cache: str) -> dict:
+def measure(
+    case: str,
+    tmpdir: Path,
+    size: int,
+    runs: int,
+    timeout: float,
+    cache: str,
+    only: tuple[str, ...] = TOOLS,
+) -> dict:
     path, warm = case_files(case, size, tmpdir)
     meta = json.loads(path.with_suffix(".json").read_text())
-    tools = [t for t in TOOLS if (case, t) not in NOT_APPLICABLE]
+    tools = [t for t in TOOLS if (case, t) not in NOT_APPLICABLE and t in only]
     out = {t: {"times": [], "rss": [], "check": None, "error": None} for t in tools}
     for r in range(runs):
         for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
@@ -1048,6 +1076,7 @@ def ratios(results: dict) -> tuple[list[str], list[list[str]]]:
     """dfits against every other tool; cases timed with ``dfits-plan`` get a second row."""
     others = [t for t in TOOLS if t not in ("dfits", "dfits-plan", "LIMIT")]
     head = ["case", *[f"dfits vs {t}" for t in others], "dfits % of LIMIT"]
+    head.append("dask-native % of LIMIT")
     body = []
     for case, res in results.items():
         med = {t: statistics.median(r["times"]) for t, r in res["tools"].items() if r["times"]}
@@ -1057,7 +1086,9 @@ def ratios(results: dict) -> tuple[list[str], list[list[str]]]:
             d = med.get(tool)
             row = [label] + [f"{med[t] / d:.2f}x" if d and t in med else "n/a" for t in others]
             lim = f"{100 * med['LIMIT'] / d:.0f}%" if d and "LIMIT" in med else "n/a"
-            body.append([*row, lim])
+            floor = med.get("dask-native")
+            nat = f"{100 * med['LIMIT'] / floor:.0f}%" if floor and "LIMIT" in med else "n/a"
+            body.append([*row, lim, nat])
     return head, body
 
 
@@ -1145,6 +1176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path, help="also write a Markdown report here")
     ap.add_argument("--tmpdir", type=Path, help="where test files live (reused if present)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per worker run")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="a subset of the tools to run")
     ap.add_argument(
         "--cache",
         choices=sorted(CACHE_STATES),
@@ -1157,10 +1189,15 @@ def main(argv: list[str] | None = None) -> int:
     bad = [c for c in cases if c not in ALL_CASES]
     if bad:
         ap.error(f"unknown case(s) {bad}; choose from {ALL_CASES}")
+    only = tuple(t.strip() for t in args.tools.split(",") if t.strip())
+    if unknown := [t for t in only if t not in TOOLS]:
+        ap.error(f"unknown tool(s) {unknown}; choose from {TOOLS}")
     tmpdir = args.tmpdir or Path(tempfile.gettempdir()) / "dfits-bench"
     tmpdir.mkdir(parents=True, exist_ok=True)
     size, started = args.size, datetime.datetime.now().isoformat(timespec="seconds")
-    results = {c: measure(c, tmpdir, size, args.runs, args.timeout, args.cache) for c in cases}
+    results = {
+        c: measure(c, tmpdir, size, args.runs, args.timeout, args.cache, only) for c in cases
+    }
     for case, res in results.items():
         title, _, unit = describe(case, res["meta"])
         print(f"\n== {case}: {title} ==")

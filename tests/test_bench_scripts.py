@@ -298,3 +298,48 @@ def test_plan_tool_only_for_spectral_axis_cases_and_rated_on_its_own_row():
     assert rows["moment0 (dfits-plan)"]["dfits % of LIMIT"] == "25%"
     assert rows["moment0 (dfits-plan)"]["dfits vs astropy-eager"] == "2.00x"
     assert "dfits vs dfits-plan" not in head
+
+
+@pytest.mark.parametrize("case", ["moment0", "nanmean16", "std"])
+def test_dask_native_runs_dfits_chunks_over_the_native_values(tmp_path, case, monkeypatch):
+    # the plain-dask floor: dask's reduction of the in-memory native values, in dfits' chunks
+    import json
+
+    import dask
+    import dask.array as da
+
+    compare = _script("compare")
+    path, _ = compare.case_files(case, 1 << 20, tmp_path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    seen = []
+    from_array = da.from_array
+
+    def spy(a, chunks, **kw):
+        if isinstance(a, np.ndarray):  # not dfits' own from_array over its image block
+            seen.append((a.dtype.isnative, chunks))
+        return from_array(a, chunks=chunks, **kw)
+
+    monkeypatch.setattr(da, "from_array", spy)
+    with dask.config.set({"array.chunk-size": "16KiB"}):
+        got = compare.reduction_op(case, "dask-native", str(path), meta)()
+        want = compare.reduction_op(case, "dfits", str(path), meta)()
+        import dfits
+
+        chunks = dfits.open(path)[0].data.chunks
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert seen == [(True, chunks)]
+    assert len(chunks[0]) > 1
+
+
+def test_tools_option_runs_only_the_tools_named(tmp_path, capsys):
+    compare = _script("compare")
+    args = ["--size", "256KiB", "--runs", "1", "--cases", "sum", "--tmpdir", str(tmp_path)]
+    assert compare.main([*args, "--tools", "LIMIT,dask-native,dfits"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("== ratios ==")[0]
+    assert "dask-native" in table
+    assert "LIMIT" in table
+    assert "astropy-eager" not in table
+    assert "dask-native % of LIMIT" in out
+    with pytest.raises(SystemExit):
+        compare.main([*args, "--tools", "LIMIT,nope"])
