@@ -27,6 +27,10 @@ from dfits.errors import (
     UnsupportedError,
 )
 
+# Registers the notebook reprs and figures of files, HDUs and headers (light: no numpy, dask
+# or matplotlib), so that Jupyter renders them without an import of dfits.jupyter.
+from dfits.jupyter import _register as _jupyter_register  # noqa: F401
+
 if TYPE_CHECKING:
     from dfits.file import HDU, FitsFile, open
     from dfits.format.header import Header

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from dfits._display import figure, html_for
 from dfits.array.build import ImageBlock, dask_array
 from dfits.array.chunks import normalize, reduction_chunks
 from dfits.errors import HDUNotFoundError, UnsupportedError, where
-from dfits.format.header import Header
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress
@@ -86,19 +86,17 @@ class HDU:
         dtype = "" if self.dtype is None else f" {self.dtype}"
         return f"<dfits.HDU {self.index} {self.name!r} {self.kind} {self.shape}{dtype}>"
 
-    def _repr_html_(self) -> str:
-        from dfits.jupyter.repr import hdu_html
-
-        return hdu_html(self)
+    def _repr_html_(self) -> str | None:
+        # Rendered by the display layer, which registers itself (None: plain text repr).
+        return html_for(self)
 
     def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20):
         """Moment-0 image and integrated spectrum as a matplotlib figure (decimated read).
 
-        See :func:`dfits.jupyter.quicklook.quicklook`.
+        Drawn by the display layer's registered ``"quicklook"`` figure; see
+        :func:`dfits.jupyter.quicklook`.
         """
-        from dfits.jupyter.quicklook import quicklook
-
-        return quicklook(self, full, max_bytes)
+        return figure("quicklook", self, full, max_bytes)
 
     # -- data -----------------------------------------------------------------------------
     def _block(self, raw: bool) -> ImageBlock:
@@ -254,21 +252,8 @@ class FitsFile(Sequence[HDU]):
     def __repr__(self) -> str:
         return f"<dfits.FitsFile {self.filename!r} with {len(self)} HDUs>"
 
-    def _repr_html_(self) -> str:
-        from dfits.jupyter.repr import file_html
-
-        return file_html(self)
-
-
-def _header_html(header: Header) -> str:
-    from dfits.jupyter.repr import header_html
-
-    return header_html(header)
-
-
-# The format layer stays free of display code (it must not import upwards); the API layer
-# gives headers their notebook rendering.
-Header._repr_html_ = _header_html  # type: ignore[attr-defined]
+    def _repr_html_(self) -> str | None:
+        return html_for(self)
 
 
 def open(

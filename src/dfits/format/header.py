@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from dfits._display import html_for
 from dfits.errors import HeaderError
 from dfits.format.cards import (
     CARD_SIZE,
@@ -308,6 +309,10 @@ class Header(Mapping[str, Any]):
     def __repr__(self) -> str:
         text = self._raw[: self._ncards * CARD_SIZE].decode("latin-1")
         return "\n".join(text[i : i + CARD_SIZE] for i in range(0, len(text), CARD_SIZE))
+
+    def _repr_html_(self) -> str | None:
+        # The notebook rendering is registered by the display layer (None: the text repr).
+        return html_for(self)
 
 
 class _Comments:

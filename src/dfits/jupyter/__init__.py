@@ -1,17 +1,18 @@
 """Jupyter helpers: rich HTML reprs, quick-look figures and progress-aware ``compute``.
 
-Importing :mod:`dfits.jupyter` is cheap: matplotlib, astropy.wcs and distributed load only when
-a quick look or a computation asks for them.
+Importing :mod:`dfits.jupyter` is cheap (``import dfits`` does it, to register the reprs):
+numpy, matplotlib, astropy.wcs and distributed load only when a figure or a computation asks
+for them.
 
 >>> from dfits.jupyter import quicklook, plot_channel_maps, compute   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-# Imported eagerly (numpy only): the function ``quicklook`` must win over the submodule of the
-# same name, which the import system would otherwise bind on this package.
+from typing import Any
+
+from dfits.jupyter import _register  # noqa: F401  (registers reprs and figures)
 from dfits.jupyter.progress import compute
-from dfits.jupyter.quicklook import decimation, plot_channel_maps, quicklook
 from dfits.jupyter.repr import file_html, hdu_html, header_html
 
 __all__ = [
@@ -23,3 +24,16 @@ __all__ = [
     "plot_channel_maps",
     "quicklook",
 ]
+
+# The figure functions load with numpy on first use (see dfits.jupyter.figures).
+_FIGURES = ("decimation", "plot_channel_maps", "quicklook")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FIGURES:
+        raise AttributeError(f"module 'dfits.jupyter' has no attribute {name!r}")
+    from dfits.jupyter import figures
+
+    value = getattr(figures, name)
+    globals()[name] = value
+    return value

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from dfits._display import figure
 from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
 from dfits.xarray.errors import RegionError, WCSError
 
@@ -358,9 +359,9 @@ class FitsDataArrayAccessor:
         result.attrs["npix"] = int(mask.sum())
         return result
 
-    # -- quick look (rendering lives in dfits.jupyter) ------------------------------------
+    # -- quick look (drawn by the figures dfits.jupyter registers) -------------------------
     def _as_hdu(self) -> Any:
-        """An HDU-like view of this DataArray for :mod:`dfits.jupyter.quicklook`."""
+        """An HDU-like view of this DataArray for the registered quick-look figures."""
         obj = self._obj
         try:
             text = self.wcs.to_header().tostring()
@@ -381,15 +382,11 @@ class FitsDataArrayAccessor:
         Reads a decimated view (at most ``max_bytes`` of values) unless ``full``; axes in
         world coordinates when a celestial WCS survives the slicing.
         """
-        from dfits.jupyter.quicklook import quicklook
-
-        return quicklook(self._as_hdu(), full, max_bytes)
+        return figure("quicklook", self._as_hdu(), full, max_bytes)
 
     def plot_channel_maps(self, n: int = 9, *, full: bool = False, **kw: Any) -> Any:
         """A grid of ``n`` channel maps (means of equal channel groups), one colour scale."""
-        from dfits.jupyter.quicklook import plot_channel_maps
-
-        return plot_channel_maps(self._as_hdu(), n, full=full, **kw)
+        return figure("channel_maps", self._as_hdu(), n, full=full, **kw)
 
 
 class _ArrayHDU:

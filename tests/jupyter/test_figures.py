@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.jupyter.quicklook import decimation, plot_channel_maps, quicklook, touched_bytes
+from dfits.jupyter.figures import decimation, plot_channel_maps, quicklook, touched_bytes
 from dfits.section import Section
 from tests.jupyter.conftest import CUBE_SHAPE
 
@@ -102,3 +102,13 @@ def test_no_pyplot_figures(cube_path):
     assert matplotlib.get_backend() is not None
     pyplot = __import__("sys").modules.get("matplotlib.pyplot")
     assert pyplot is None or not pyplot.get_fignums()
+
+
+def test_hdu_method_and_package_names_draw_the_same_figures(cube_path):
+    import dfits.jupyter
+
+    hdu = dfits.open(cube_path)[0]
+    fig = hdu.quicklook(max_bytes=16 * 1024)  # registered by dfits.jupyter at import dfits
+    assert fig.__class__.__name__ == "Figure"
+    assert dfits.jupyter.quicklook is quicklook  # the function, not the module
+    assert dfits.jupyter.plot_channel_maps is plot_channel_maps
