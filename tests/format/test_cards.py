@@ -1,11 +1,21 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from astropy.io import fits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.format.cards import is_printable, parse_card, parse_keyword, parse_value
+from dfits.format.cards import (
+    find_end,
+    format_card,
+    format_header,
+    format_value,
+    is_printable,
+    parse_card,
+    parse_keyword,
+    parse_value,
+)
 from tests.format import fitsgen as fg
 from tests.format.checks import check_card
 
@@ -214,3 +224,106 @@ def test_any_printable_card_matches_astropy_or_is_marked(image):
 def test_any_value_field_matches_astropy_or_is_marked(keyword, field):
     image = f"{keyword:<8}= {field}".ljust(80)
     check_card(parse_card(image), fits.Card.fromstring(image))
+
+
+# -- writing: format_card is parse_card's inverse, and astropy reads what it writes ----------
+def _round_trip(keyword, value, comment=""):
+    image = format_card(keyword, value, comment)
+    assert len(image) == 80
+    card = parse_card(image)
+    assert card.valid
+    check_card(card, fits.Card.fromstring(image.decode("ascii")))
+    assert card.comment == comment.strip()
+    return card
+
+
+@given(KEYWORD, st.integers(-(10**18), 10**18) | st.booleans(), COMMENT.map(lambda c: c or ""))
+def test_format_int_and_bool_round_trip(keyword, value, comment):
+    card = _round_trip(keyword, value, comment)
+    assert card.value == value
+    assert type(card.value) is type(value)
+
+
+@given(KEYWORD, st.floats(allow_nan=False, allow_infinity=False))
+def test_format_float_round_trip(keyword, value):
+    card = _round_trip(keyword, value)
+    assert isinstance(card.value, float)
+    if len(repr(value)) <= 20:
+        assert card.value == value  # exact whenever 20 columns hold the shortest form
+    else:
+        assert card.value == pytest.approx(value, rel=1e-12, abs=0)
+
+
+@given(KEYWORD, st.text(PRINTABLE, max_size=60), COMMENT.map(lambda c: c or ""))
+def test_format_string_round_trip(keyword, value, comment):
+    text = f"{keyword:<8}= {format_value(value)}" + (f" / {comment}" if comment else "")
+    if len(text) > 80:
+        with pytest.raises(ValueError, match="80 characters"):
+            format_card(keyword, value, comment)
+        return
+    card = _round_trip(keyword, value, comment)
+    assert card.value == value.rstrip()  # trailing blanks are not significant in FITS
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        (True, "T".rjust(20)),
+        (np.bool_(False), "F".rjust(20)),
+        (np.int16(-3), "-3".rjust(20)),
+        (np.uint64(2**63), str(2**63).rjust(20)),
+        (0.1, "0.1".rjust(20)),
+        (100.0, "100.0".rjust(20)),
+        (1e22, "1E+22".rjust(20)),
+        (1e-5, "1E-05".rjust(20)),
+        (np.float32(0.5), "0.5".rjust(20)),
+        (-1.2345678901234567e-300, "-1.234567890123E-300"),  # rounded to fit 20 columns
+        (3 + 4j, "(3.0, 4.0)".rjust(20)),
+        (None, " " * 20),
+        ("M 1's", "'M 1''s  '"),
+        ("", "'        '"),
+    ],
+    ids=repr,
+)
+def test_format_value(value, field):
+    assert format_value(value) == field
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("OBJECT", "café"), "non-ASCII"),
+        (("OBJECT", "tab\there"), "non-ASCII"),
+        (("TOOLONGKEY", 1), "keyword"),
+        (("ESO DET", 1), "keyword"),
+        (("OBJECT", "x" * 70), "80 characters"),
+        (("CRVAL1", float("nan")), "nan"),
+        (("CRVAL1", float("inf")), "inf"),
+    ],
+    ids=lambda v: v[0] if isinstance(v, tuple) else v,
+)
+def test_format_card_refuses(args, match):
+    with pytest.raises(ValueError, match=match):
+        format_card(*args)
+
+
+def test_format_value_refuses_other_types():
+    with pytest.raises(TypeError, match="list"):
+        format_value([1, 2])
+
+
+def test_format_commentary_and_end_cards():
+    assert format_card("history", "reduced").rstrip() == b"HISTORY reduced"
+    assert format_card("COMMENT").strip() == b"COMMENT"
+    assert format_card("END").rstrip() == b"END"
+    assert parse_card(format_card("HISTORY", "a = 'b' / c")).value == "a = 'b' / c"
+
+
+def test_format_header_reads_back():
+    block = format_header([("SIMPLE", True), ("BITPIX", -32), ("NAXIS", 0), ("OBJECT", "x", "c")])
+    assert len(block) == 2880
+    assert find_end(block) == 4 * 80
+    header = fits.Header.fromstring(block.decode("ascii"))
+    assert header["OBJECT"] == "x"
+    assert header.comments["OBJECT"] == "c"
+    assert header["BITPIX"] == -32

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
-from dfits.io.writer import ImageWriter, format_card
+from dfits.format.dtypes import BITPIX_TO_STORED
+from dfits.io.writer import ImageWriter, format_card, header_bytes
+
+BITPIX_OF = {dtype: bitpix for bitpix, dtype in BITPIX_TO_STORED.items()}
 
 
 def test_written_file_reads_back_in_astropy(tmp_path):
@@ -48,3 +51,26 @@ def test_cards_are_80_ascii_chars():
     assert len(format_card("CRVAL1", 83.8221)) == 80
     with pytest.raises(ValueError, match="non-ASCII"):
         format_card("OBJECT", "café")
+
+
+@pytest.mark.parametrize("stored", [">u1", ">i2", ">i4", ">i8", ">f4", ">f8", "<f8", "=i2"])
+def test_every_bitpix_round_trips(tmp_path, stored):
+    path = tmp_path / "b.fits"
+    data = np.arange(12).reshape(3, 4).astype(stored)
+    with ImageWriter(path, data.shape, stored) as out:
+        out.write(data)
+    with fits.open(path) as hl:
+        assert hl[0].header["BITPIX"] == BITPIX_OF[np.dtype(stored).newbyteorder(">")]
+        np.testing.assert_array_equal(hl[0].data, data)
+
+
+def test_unwritable_dtype_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="uint16"):
+        ImageWriter(tmp_path / "u.fits", (2, 2), np.uint16)
+
+
+def test_cards_come_from_the_format_layer():
+    from dfits.format import cards
+
+    assert format_card is cards.format_card
+    assert header_bytes is cards.format_header

@@ -1,4 +1,4 @@
-"""FITS header cards: 80-character images → keyword, value and comment; keyword indexes.
+"""FITS header cards: 80-character images → keyword, value and comment, and back.
 
 The contract: :func:`parse_card` gives, for any card image (or a card followed by its
 ``CONTINUE`` cards), the keyword, value and comment that ``astropy.io.fits.Card.fromstring``
@@ -14,14 +14,20 @@ Record-valued keyword cards (``DP1 = 'AXIS.1: 1'``) are plain string cards here:
 ``'AXIS.1: 1'``, which is what ``astropy.io.fits.Header['DP1']`` returns too. A lower-case
 ``hierarch`` card is read as HIERARCH (astropy refuses its value).
 
-:func:`index_keywords` lists the keywords of a header's cards; headers with the same keywords
-share one :class:`KeywordIndex`, which is what makes 10,000 alike headers cheap to read.
+:func:`format_card` is the one card formatter dfits writes with (the writer, the CLI, the
+xarray accessor): fixed format, values that :func:`parse_card` (and astropy) read back equal —
+floats to the last bit when 20 columns allow it, as astropy writes them. Keyword indexes of
+whole headers live in :mod:`dfits.format.keywords`.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Complex, Integral, Real
+from typing import Any
 
 __all__ = [
     "BLOCK_SIZE",
@@ -29,12 +35,12 @@ __all__ = [
     "COMMENTARY_KEYWORDS",
     "END_CARD",
     "Card",
-    "KeywordIndex",
     "Value",
     "find_end",
-    "index_keywords",
+    "format_card",
+    "format_header",
+    "format_value",
     "is_printable",
-    "normalize_keyword",
     "parse_card",
     "parse_keyword",
     "parse_value",
@@ -54,12 +60,8 @@ Value = bool | int | float | complex | str | None
 
 _SPECIAL = frozenset({"", "COMMENT", "HISTORY", "END", "CONTINUE"})
 _PRINTABLE = bytes(range(32, 127))
-_CACHE_LIMIT = 1 << 14
-_INDEX_LIMIT = 1 << 10
-_SHARED_CARDS = 1000
-# Shared caches, cleared when full so that memory stays bounded whatever the input.
-_INDEXES: dict[tuple[bytes, ...], KeywordIndex] = {}
-_NAMES: dict[str, str] = {}
+# What a keyword may hold in a card dfits writes (FITS standard 4.1.2.1; no HIERARCH).
+_WRITABLE_KEYWORD = re.compile(r"[A-Z0-9_-]{0,8}")
 
 # The grammar below is astropy's "non-FITS-standard-compliant" value grammar, which is also
 # what astropy parses real files with: lower-case exponents and blanks inside numbers are
@@ -278,101 +280,106 @@ def find_end(buf: bytes, start: int = 0, stop: int | None = None) -> int:
     return pos
 
 
-def normalize_keyword(key: str) -> str:
-    """The form of a keyword that lookups compare: stripped, upper case, no ``HIERARCH``.
+# -- writing --------------------------------------------------------------------------------
+def _format_float(value: float) -> str:
+    """A float in at most 20 columns: the shortest exact form when it fits (astropy's choice).
+
+    Longer forms (17 digits and a 3-digit exponent) are rounded, not cut, to fit.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"FITS cards cannot hold {value!r}")
+    text = _exponent(repr(value).upper())
+    if "." not in text and "E" not in text:
+        text += ".0"
+    digits = 16
+    while len(text) > 20:
+        text = _exponent(f"{value:.{digits}E}")
+        digits -= 1
+    return text
+
+
+def _exponent(text: str) -> str:
+    """``1E+300`` → ``1E+300``; ``1E-5`` → ``1E-05``: a signed exponent of 2 or more digits."""
+    mantissa, e, exponent = text.partition("E")
+    if not e:
+        return text
+    sign = "-" if exponent.startswith("-") else "+"
+    return f"{mantissa}E{sign}{int(exponent.lstrip('+-')):02d}"
+
+
+def format_value(value: Value) -> str:
+    """The value field of a fixed-format card (what follows ``= ``).
+
+    Logical, integer, real and complex values are right-justified in 20 columns; strings are
+    quoted, ``'`` doubled, padded to at least 8 characters; None is an undefined value.
 
     Examples
     --------
-    >>> normalize_keyword(" hierarch ESO det "), normalize_keyword("naxis1")
-    ('ESO DET', 'NAXIS1')
+    >>> format_value(True), format_value(-3), format_value(0.1), format_value(1e-300)
+    ('                   T', '                  -3', '                 0.1', '              1E-300')
+    >>> format_value("it's")
+    "'it''s   '"
+    >>> parse_value(format_value(2.5e-12))[0]
+    2.5e-12
     """
-    name = _NAMES.get(key)
-    if name is None:
-        name = key.strip().upper()
-        if name.startswith("HIERARCH "):
-            name = name[9:].strip()
-        if len(_NAMES) >= _CACHE_LIMIT:
-            _NAMES.clear()
-        _NAMES[key] = name
-    return name
+    if value is None:
+        return " " * 20
+    # numpy's bool is no Python bool (nor an Integral); its dtype says what it is
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return f"{'T' if value else 'F':>20}"
+    if isinstance(value, Integral):
+        return f"{int(value):>20}"
+    if isinstance(value, Real):
+        return f"{_format_float(float(value)):>20}"
+    if isinstance(value, Complex):
+        z = complex(value)
+        pair = f"({_format_float(z.real)}, {_format_float(z.imag)})"
+        return f"{pair:>20}"
+    if isinstance(value, str):
+        text = value.replace("'", "''")
+        return f"'{text:<8}'"
+    raise TypeError(f"cannot write a {type(value).__name__} ({value!r}) as a FITS card value")
 
 
-class KeywordIndex:
-    """Keywords of a run of cards, in order, grouped into logical cards (``CONTINUE`` joined).
+def format_card(keyword: str, value: Value = None, comment: str = "") -> bytes:
+    """One 80-byte card in fixed format; commentary keywords take their text as ``value``.
 
-    Shared by every header whose keyword columns (1–8) are identical, which makes it a key
-    for caches of structural facts. Attributes: ``keywords`` (as astropy gives them),
-    ``names`` (normalised), ``starts`` (first 80-byte card of each logical card, or None when
-    there are no ``CONTINUE`` cards), ``first`` (normalised name → first logical card).
-    """
-
-    __slots__ = ("first", "keywords", "names", "shared", "starts")
-
-    def __init__(self, keywords: list[str], starts: list[int] | None) -> None:
-        #: True once the index sits in the shared cache (only then is it worth keying on).
-        self.shared = False
-        # Tuples: the index is shared between headers, nobody may change it.
-        self.keywords = tuple(keywords)
-        self.names = names = tuple(normalize_keyword(k) for k in keywords)
-        self.starts = None if starts is None else tuple(starts)
-        # Built back to front so that the first occurrence of a duplicated keyword wins.
-        self.first = dict(zip(reversed(names), range(len(names) - 1, -1, -1), strict=True))
-
-
-def index_keywords(raw: bytes, ncards: int) -> KeywordIndex:
-    """The :class:`KeywordIndex` of the first ``ncards`` cards of ``raw``, shared if seen before.
+    Raises ``ValueError`` for a keyword that is not 8 characters of ``A-Z 0-9 _ -`` (lower
+    case is upper-cased), a card longer than 80 characters, or text outside printable ASCII.
 
     Examples
     --------
-    >>> raw = b"".join(c.ljust(80) for c in [b"A       = 1", b"B       = 2", b"A       = 3"])
-    >>> index = index_keywords(raw, 3)
-    >>> index.first["A"], index is index_keywords(raw.replace(b"= 1", b"= 9"), 3)
-    (0, True)
+    >>> format_card("NAXIS", 2)[:30]
+    b'NAXIS   =                    2'
+    >>> parse_card(format_card("OBJECT", "M 1's", "target")).value
+    "M 1's"
     """
-    size = ncards * CARD_SIZE
-    # The keyword columns (1-8) of every card, as 8 strided slices: the cache key.
-    columns = (
-        raw[0:size:80], raw[1:size:80], raw[2:size:80], raw[3:size:80],
-        raw[4:size:80], raw[5:size:80], raw[6:size:80], raw[7:size:80],
-    )  # fmt: skip
-    found = _INDEXES.get(columns)
-    if found is not None:
-        return found
-    if ncards > _SHARED_CARDS:
-        return _own_index(raw, ncards)  # rare giants would crowd the cache out
-    joined = b"".join(columns)
-    if (
-        b"=" in joined
-        or joined.upper() != joined
-        or joined.translate(None, _PRINTABLE)
-        or b"HIERARCH" in (keys := [raw[i : i + 8] for i in range(0, size, CARD_SIZE)])
-    ):
-        # Such keywords depend on more than columns 1-8 (HIERARCH names, a value indicator
-        # before column 9, keywords astropy keeps in lower case): index this header alone.
-        return _own_index(raw, ncards)
-    keywords: list[str] = []
-    starts: list[int] = []
-    for i, key in enumerate(keys):
-        # astropy joins any card starting with CONTINUE to the card before it.
-        if key == b"CONTINUE" and starts:
-            continue
-        keywords.append(key.decode("ascii").strip())
-        starts.append(i)
-    found = KeywordIndex(keywords, None if len(starts) == ncards else starts)
-    if len(_INDEXES) >= _INDEX_LIMIT:
-        _INDEXES.clear()
-    _INDEXES[columns] = found
-    found.shared = True
-    return found
+    key = keyword.upper()
+    if not _WRITABLE_KEYWORD.fullmatch(key):
+        raise ValueError(f"cannot write keyword {keyword!r}: want up to 8 of A-Z, 0-9, _ and -")
+    if key in COMMENTARY_KEYWORDS:
+        text = f"{key:<8}{'' if value is None else value}"
+    elif key == "END":
+        text = "END"
+    else:
+        text = f"{key:<8}= {format_value(value)}"
+        if comment:
+            text += f" / {comment}"
+    if len(text) > CARD_SIZE:
+        raise ValueError(f"card {key!r} does not fit in 80 characters: {text!r}")
+    if not (text.isascii() and text.isprintable()):
+        raise ValueError(f"card {key!r} holds non-ASCII or unprintable text: {text!r}")
+    return text.ljust(CARD_SIZE).encode("ascii")
 
 
-def _own_index(raw: bytes, ncards: int) -> KeywordIndex:
-    keywords: list[str] = []
-    starts: list[int] = []
-    for i in range(ncards):
-        image = raw[i * CARD_SIZE : (i + 1) * CARD_SIZE]
-        if image[:8] == b"CONTINUE" and starts:
-            continue
-        keywords.append(_keyword(image.decode("latin-1"))[0])
-        starts.append(i)
-    return KeywordIndex(keywords, None if len(starts) == ncards else starts)
+def format_header(cards: Iterable[tuple[Any, ...]]) -> bytes:
+    """A header block from ``(keyword, value[, comment])`` tuples: the cards, END, blank padding.
+
+    Examples
+    --------
+    >>> block = format_header([("SIMPLE", True), ("BITPIX", 8), ("NAXIS", 0)])
+    >>> len(block), find_end(block)
+    (2880, 240)
+    """
+    raw = b"".join(format_card(*c) for c in cards) + END_CARD
+    return raw + b" " * (-len(raw) % BLOCK_SIZE)

@@ -31,15 +31,14 @@ from dfits.format.cards import (
     COMMENTARY_KEYWORDS,
     END_CARD,
     Card,
-    KeywordIndex,
     Value,
     find_end,
-    index_keywords,
     parse_card,
     parse_value,
 )
-from dfits.format.cards import normalize_keyword as _normalize
 from dfits.format.dtypes import BITPIX_TO_STORED
+from dfits.format.keywords import KeywordIndex, index_keywords
+from dfits.format.keywords import normalize_keyword as _normalize
 
 if TYPE_CHECKING:
     from astropy.io import fits

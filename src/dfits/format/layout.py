@@ -42,9 +42,10 @@ from operator import itemgetter
 from typing import TypeVar
 
 from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileError, where
-from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, KeywordIndex, find_end
+from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD, find_end
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.header import MANDATORY, Header, check_mandatory, index_cards
+from dfits.format.keywords import KeywordIndex
 from dfits.format.runs import alike_run, fixed_mask
 
 __all__ = ["MAX_HEADER_BYTES", "FileLayout", "HDULayout", "scan"]

@@ -2,7 +2,8 @@
 
 :class:`ImageWriter` writes to a temporary file beside the target and renames it into place
 only after the last byte and the 2880-byte padding are written, so the target path holds either
-the old file or the complete new one.
+the old file or the complete new one. Cards and BITPIX come from :mod:`dfits.format` (one
+formatter for reading and writing).
 """
 
 from __future__ import annotations
@@ -15,53 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from dfits.format.cards import format_card, format_header
+from dfits.format.dtypes import BITPIX_TO_STORED
+
 __all__ = ["ImageWriter", "format_card", "header_bytes"]
 
-_BITPIX = {
-    np.dtype(k): v
-    for k, v in {">u1": 8, ">i2": 16, ">i4": 32, ">i8": 64, ">f4": -32, ">f8": -64}.items()
-}
-
-
-def format_card(key: str, value: Any = None, comment: str = "") -> bytes:
-    """Format one 80-byte card in fixed format.
-
-    Examples
-    --------
-    >>> format_card("NAXIS", 2)[:30]
-    b'NAXIS   =                    2'
-    """
-    key = key.upper()
-    if key in ("COMMENT", "HISTORY", ""):
-        text = f"{key:<8}{value or ''}"
-    elif key == "END":
-        text = "END"
-    else:
-        if isinstance(value, bool):
-            val = f"{'T' if value else 'F':>20}"
-        elif isinstance(value, int | np.integer):
-            val = f"{int(value):>20}"
-        elif isinstance(value, float | np.floating):
-            val = f"{float(value):>20.14G}"
-            if "." not in val and "E" not in val:
-                val = f"{float(value):>20.1f}"
-        else:
-            s = str(value).replace("'", "''")
-            val = f"'{s:<8}'"
-        text = f"{key:<8}= {val}"
-        if comment:
-            text += f" / {comment}"
-    if len(text) > 80:
-        raise ValueError(f"card {key!r} does not fit in 80 characters")
-    if not text.isascii():
-        raise ValueError(f"card {key!r} holds non-ASCII text")
-    return text.ljust(80).encode("ascii")
-
-
-def header_bytes(cards: Iterable[tuple[Any, ...]]) -> bytes:
-    """Return a padded header block from ``(key, value[, comment])`` tuples plus END."""
-    raw = b"".join(format_card(*c) for c in cards) + format_card("END")
-    return raw + b" " * (-len(raw) % 2880)
+#: ``(keyword, value[, comment])`` tuples as a padded header block; the format layer's
+#: formatter, under the name the writer has always exported.
+header_bytes = format_header
+#: BITPIX of each stored (big-endian) dtype: the inverse of the format layer's table.
+_BITPIX = {dtype: bitpix for bitpix, dtype in BITPIX_TO_STORED.items()}
 
 
 class ImageWriter:
@@ -93,7 +57,7 @@ class ImageWriter:
             raise ValueError(f"cannot write dtype {np.dtype(dtype)} as a FITS image")
         mandatory = [("SIMPLE", True), ("BITPIX", _BITPIX[self.dtype]), ("NAXIS", len(self.shape))]
         mandatory += [(f"NAXIS{i + 1}", n) for i, n in enumerate(reversed(self.shape))]
-        self._header = header_bytes([*mandatory, *cards])
+        self._header = format_header([*mandatory, *cards])
         self._expected = math.prod(self.shape) * self.dtype.itemsize
         self._written = 0
         self._fh: Any = None

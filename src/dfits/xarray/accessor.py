@@ -8,6 +8,7 @@ otherwise it works on the DataArray's own (dask or numpy) data.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -362,15 +363,20 @@ class FitsDataArrayAccessor:
     # -- quick look (drawn by the figures dfits.jupyter registers) -------------------------
     def _as_hdu(self) -> Any:
         """An HDU-like view of this DataArray for the registered quick-look figures."""
+        from dfits.format.cards import format_card
+        from dfits.format.header import Header
+
         obj = self._obj
         try:
             text = self.wcs.to_header().tostring()
-            bunit = self._obj.attrs.get("units")
-            if bunit:
-                text += f"BUNIT   = '{bunit}'".ljust(80)
         except (WCSError, ValueError):
             text = self._text() if isinstance(obj.attrs.get("fits_header"), str) else ""
-        from dfits.format.header import Header
+        else:
+            bunit = obj.attrs.get("units")
+            # a unit no card can hold (non-ASCII, too long) leaves the figure unlabelled
+            if isinstance(bunit, str) and bunit:
+                with contextlib.suppress(ValueError):
+                    text += format_card("BUNIT", bunit).decode("ascii")
 
         view = _ArrayHDU(_fused(obj), Header(text.encode("latin-1")))
         view.name = str(obj.name or "")
