@@ -185,3 +185,19 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
     np.testing.assert_allclose(
         masked.mean(arr.dims[1:]).values, np.nanmean(want, axis=(1, 2)), rtol=1e-5
     )
+
+
+def test_engine_users_get_the_accessor_without_importing_it(cube):
+    # the entry point's module import runs dfits.xarray's __init__, which registers .fits
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, xarray as xr\n"
+        f"da = xr.open_dataarray({cube[0]!r}, engine='dfits')\n"
+        "assert 'dfits.xarray.accessor' in sys.modules\n"
+        "print(da.fits.header['BUNIT'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Jy/beam"

@@ -18,6 +18,7 @@ import xarray as xr
 from dfits._display import figure
 from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
 from dfits.xarray.errors import RegionError, WCSError
+from dfits.xarray.files import open_file
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS
@@ -67,10 +68,8 @@ def _fused(obj: xr.DataArray, along: Hashable | None = None) -> Any:
 
 
 def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
-    from dfits.xarray.backend import _open
-
     enc = obj.variable.encoding
-    hdu = _open(enc["dfits_source"], enc.get("dfits_storage_options"))[enc["dfits_hdu"]]
+    hdu = open_file(enc["dfits_source"], enc.get("dfits_storage_options"))[enc["dfits_hdu"]]
     pixels = _pixel_coords(obj)
     naxis = len(hdu.shape)
     if set(pixels) != set(range(1, naxis + 1)) or hdu.dtype != obj.dtype:

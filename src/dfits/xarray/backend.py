@@ -13,7 +13,6 @@ header text — never an open file — so datasets and their dask graphs pickle.
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 from typing import Any
 
@@ -22,7 +21,6 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-import dfits.xarray.accessor  # noqa: F401  (registers .fits for engine users)
 from dfits.errors import DfitsWarning, HDUNotFoundError, where
 from dfits.xarray.coords import (
     WCSPlan,
@@ -33,28 +31,12 @@ from dfits.xarray.coords import (
     stokes_names,
 )
 from dfits.xarray.errors import WCSError
+from dfits.xarray.files import open_file
 
 __all__ = ["CelestialArray", "DfitsBackendEntrypoint", "open_hdu_dataset"]
 
 _EXTENSIONS = (".fits", ".fit", ".fts", ".fits.fz")
 _MAGIC = b"SIMPLE  ="
-_files: dict[Any, Any] = {}
-_files_lock = threading.Lock()
-
-
-def _open(path: str, storage_options: dict | None) -> Any:
-    """``dfits.open`` once per (path, options) per process (it reads headers only)."""
-    import dfits
-
-    key = (path, repr(storage_options))
-    f = _files.get(key)
-    if f is None:
-        f = dfits.open(path, storage_options=storage_options)
-        with _files_lock:
-            if len(_files) > 128:
-                _files.clear()
-            _files[key] = f
-    return f
 
 
 class CelestialArray(BackendArray):
@@ -154,7 +136,7 @@ def open_hdu_dataset(
     path: str, hdu: Any = None, storage_options: dict | None = None, decode_wcs: bool = True
 ) -> xr.Dataset:
     """The Dataset of one image HDU: one data variable named after it, WCS coordinates."""
-    f = _open(path, storage_options)
+    f = open_file(path, storage_options)
     h = _select(f, hdu)
     text = _header_text(h)
     wcs = None

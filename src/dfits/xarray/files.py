@@ -1,0 +1,45 @@
+"""The one place the xarray layer opens FITS files: ``dfits.open`` once per path per process.
+
+The contract: :func:`open_file` returns the :class:`~dfits.FitsFile` of a path or URL (with
+its fsspec ``storage_options``), opening it — headers only — the first time it is asked for in
+this process. The backend engine, the lazily indexed arrays it hands xarray (which reopen the
+file in each worker after unpickling) and the ``.fits`` accessor all go through it, so a
+file's headers are scanned once however many variables, chunks and accessor calls use them.
+The cache is bounded (cleared past 128 files); entries hold headers, never an open handle.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from dfits.file import FitsFile
+from dfits.file import open as open_fits
+
+__all__ = ["open_file"]
+
+_MAX_FILES = 128
+_files: dict[tuple[str, str], FitsFile] = {}
+_lock = threading.Lock()
+
+
+def open_file(path: str, storage_options: dict[str, Any] | None = None) -> FitsFile:
+    """The :class:`~dfits.FitsFile` of ``path``, opened once per (path, options) per process.
+
+    Parameters
+    ----------
+    path : str
+        A local path or an fsspec URL.
+    storage_options : dict, optional
+        fsspec options for URLs (part of the cache key).
+    """
+    key = (path, repr(storage_options))
+    f = _files.get(key)
+    if f is None:
+        # Opened outside the lock (a remote scan may take seconds); a race opens twice, harmlessly.
+        f = open_fits(path, storage_options=storage_options)
+        with _lock:
+            if len(_files) >= _MAX_FILES:
+                _files.clear()
+            _files[key] = f
+    return f

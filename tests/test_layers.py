@@ -1,0 +1,145 @@
+"""The layering rule of DESIGN.md, checked on the source: imports only point down, no cycles.
+
+Every ``import`` of a dfits module counts, inside functions too (a deferred import is still
+a dependency), except those under ``if TYPE_CHECKING:``. ``import dfits`` / ``from dfits
+import kernels`` name the package root (the public API) or one of its subpackages.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: Layer of each top-level part of the package: a module may import its own layer and below.
+RANK = {
+    "errors": 0,
+    "_display": 0,
+    "_lazy": 0,
+    "format": 1,
+    "kernels": 2,
+    "io": 3,
+    "progress": 3,
+    "array": 4,
+    "section": 4,
+    "fft": 4,
+    "file": 5,
+    "xarray": 6,
+    "jupyter": 7,
+    "cli": 8,
+    "demo": 8,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The dfits modules ``path`` imports (submodules named in ``from x import y`` included)."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_lines(tree)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            sub = [f"{node.module}.{a.name}" for a in node.names]
+            names = [n for n in sub if n in modules] or [node.module]
+        else:
+            continue
+        out.update(n for n in names if n == "dfits" or n.startswith("dfits."))
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in (SRC / "dfits").rglob("*.py")}
+    return {name: _imports(path, set(files)) for name, path in files.items()}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_no_module_imports_upwards(graph):
+    upward = []
+    for module, imported in graph.items():
+        mine = _layer(module)
+        if mine is None:
+            continue  # the package root is the public API: it may gather every layer
+        for other in imported:
+            theirs = _layer(other)
+            if theirs is None:
+                continue  # ``import dfits`` for the public API (dfits.open)
+            if RANK.get(theirs, 99) > RANK.get(mine, 99):
+                upward.append(f"{module} -> {other}")
+    assert not upward, "imports against the layering:\n" + "\n".join(sorted(upward))
+
+
+def test_every_layer_has_a_rank(graph):
+    assert {_layer(m) for m in graph} - {None} <= set(RANK)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+    return found
+
+
+# With no upward import, a cycle can only run inside one layer: each layer is checked alone.
+# The array layer is being rebuilt (its stored chunk, NaN masks, cuts and dispatch import each
+# other at call time); drop the mark once it is acyclic.
+_LAYERS = [
+    pytest.param(
+        layer,
+        marks=pytest.mark.xfail(reason="dfits.array is being rebuilt", strict=False)
+        if layer == "array"
+        else (),
+    )
+    for layer in sorted(RANK)
+]
+
+
+@pytest.mark.parametrize("layer", _LAYERS)
+def test_no_import_cycles(graph, layer):
+    prefix = f"dfits.{layer}"
+    inside = {m for m in graph if m == prefix or m.startswith(f"{prefix}.")}
+    # A package importing its own submodules is how packages are built, not a cycle.
+    edges = {
+        m: {i for i in graph[m] & inside if i != m and not i.startswith(f"{m}.")} for m in inside
+    }
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
