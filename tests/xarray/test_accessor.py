@@ -41,6 +41,22 @@ def test_accessor_reads_fused_dfits_chunks(da):
     assert m0.attrs["units"] == "Jy/beam Hz"
 
 
+def test_chunk_puts_the_dataarray_over_dfits_chunks(da, cube_data):
+    sub = da.isel(stokes=0, x=slice(2, 8))
+    fused = sub.fits.chunk()
+    assert any(k.startswith("dfits-data") for k in fused.data.dask.layers)
+    assert fused.coords.keys() == sub.coords.keys()
+    assert not sub.variable._in_memory  # the original stays lazy
+    np.testing.assert_array_equal(fused.values, cube_data[0, :, :, 2:8])
+    # not file-backed (an arithmetic result): chunked the ordinary way, same values
+    other = (sub * 2).fits.chunk()
+    np.testing.assert_array_equal(other.values, 2 * cube_data[0, :, :, 2:8])
+    ds = xr.Dataset({"p": da}).fits.chunk(along="freq")
+    assert ds["p"].chunks[da.get_axis_num("freq")] == (da.sizes["freq"],)
+    with pytest.raises(ValueError, match="not a dimension"):
+        da.fits.chunk(along="velocity")
+
+
 @pytest.mark.parametrize("order", [0, 1, 2])
 @pytest.mark.parametrize("selection", [{}, {"x": slice(1, 8), "stokes": 0}])
 def test_moments_match_numpy(da, cube_data, order, selection):

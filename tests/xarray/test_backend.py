@@ -146,11 +146,8 @@ def test_open_mfdataset_nested(tmp_path):
     assert ds["primary"].isel(frame=1).fits.wcs.wcs.crval[0] == 150.0
 
 
-def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
+def test_reductions_through_fits_chunk_are_fused(tmp_path, monkeypatch):
     import dask.array as da_mod
-    import numpy as np
-    import xarray as xr
-    from astropy.io import fits
 
     from dfits.array import stored
 
@@ -159,8 +156,10 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
     path = tmp_path / "fused.fits"
     fits.PrimaryHDU(data).writeto(path)
     ds = xr.open_dataset(path, engine="dfits")
-    arr = ds["primary"]
+    arr = ds["primary"].fits.chunk()
     assert isinstance(arr.data, da_mod.Array)
+    assert arr.dims == ds["primary"].dims
+    assert "fits_header" in arr.attrs
 
     def refuse(self):
         raise AssertionError("decoded a stored chunk")
@@ -185,19 +184,85 @@ def test_reductions_through_open_dataset_are_fused(tmp_path, monkeypatch):
     np.testing.assert_allclose(
         masked.mean(arr.dims[1:]).values, np.nanmean(want, axis=(1, 2)), rtol=1e-5
     )
-
-
-def test_engine_users_get_the_accessor_without_importing_it(cube):
-    # the entry point's module import runs dfits.xarray's __init__, which registers .fits
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, xarray as xr\n"
-        f"da = xr.open_dataarray({cube[0]!r}, engine='dfits')\n"
-        "assert 'dfits.xarray.accessor' in sys.modules\n"
-        "print(da.fits.header['BUNIT'])\n"
+    # planned for a reduction along one dimension: whole spectra per chunk
+    along = ds["primary"].fits.chunk(along=arr.dims[0])
+    assert along.chunks[0] == (data.shape[0],)
+    np.testing.assert_allclose(
+        along.mean(arr.dims[0]).values, np.nanmean(data, axis=0), rtol=1e-5, atol=1e-6
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "Jy/beam"
+
+
+# -- what xarray gets: lazily indexed arrays, numpy on load, dask only when chunked ----------
+def _is_numpy(da):
+    return type(da.variable._data) is np.ndarray and type(da.data) is np.ndarray
+
+
+def test_load_and_compute_give_numpy(cube, cube_data):
+    path = cube[0]
+    loaded = xr.open_dataarray(path, engine="dfits").load()
+    assert _is_numpy(loaded)
+    np.testing.assert_array_equal(loaded.values, cube_data)
+    lazy = xr.open_dataarray(path, engine="dfits")
+    computed = lazy.compute()
+    assert _is_numpy(computed)
+    assert not lazy.variable._in_memory  # compute leaves the original lazy
+    ds = xr.open_dataset(path, engine="dfits").load()
+    assert _is_numpy(ds["primary"])
+    assert type(ds["ra"].variable._data) is np.ndarray
+    sub = xr.open_dataarray(path, engine="dfits").isel(freq=slice(1, 4)).load()
+    assert _is_numpy(sub)
+    np.testing.assert_array_equal(sub.values, cube_data[:, 1:4])
+
+
+def test_chunked_open_gives_dask_that_computes_to_numpy(cube, cube_data):
+    import dask.array as da_mod
+
+    ds = xr.open_dataset(cube[0], engine="dfits", chunks={})
+    arr = ds["primary"]
+    assert isinstance(arr.data, da_mod.Array)
+    planned = dfits.open(cube[0])[0].data.chunks
+    assert arr.chunks == planned  # dfits' planned chunks, through preferred_chunks
+    assert _is_numpy(arr.compute())
+    assert _is_numpy(ds.load()["primary"])
+    np.testing.assert_array_equal(ds["primary"].values, cube_data)
+
+
+def test_selections_read_only_their_region(cube, cube_data, monkeypatch):
+    from dfits.section import Section
+
+    reads = []
+    original = Section.__getitem__
+
+    def spy(self, key):
+        out = original(self, key)
+        reads.append(np.asarray(out).size)
+        return out
+
+    monkeypatch.setattr(Section, "__getitem__", spy)
+    da = xr.open_dataarray(cube[0], engine="dfits")
+    assert reads == []  # opening reads no data
+    got = da.isel(stokes=0, freq=2, y=slice(3, 6)).values
+    np.testing.assert_array_equal(got, cube_data[0, 2, 3:6])
+    assert reads == [got.size]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"x": [1, 3, 5], "y": [0, 2]},  # outer
+        {"x": slice(None, None, -2), "freq": slice(5, 1, -1)},  # negative steps
+        {"x": xr.DataArray([1, 2, 9], dims="p"), "y": xr.DataArray([3, 4, 0], dims="p")},
+        {"stokes": 1, "freq": -1},
+    ],
+    ids=["outer", "negative-steps", "vectorized", "ints"],
+)
+def test_indexing_matches_numpy(cube, cube_data, index):
+    da = xr.open_dataarray(cube[0], engine="dfits")
+    ref = xr.DataArray(cube_data.astype("f4"), dims=da.dims)
+    np.testing.assert_array_equal(da.isel(index).values, ref.isel(index).values)
+
+
+def test_lazy_array_pickles(cube, cube_data):
+    da = xr.open_dataarray(cube[0], engine="dfits")
+    again = pickle.loads(pickle.dumps(da))
+    np.testing.assert_array_equal(again.isel(freq=3).values, cube_data[:, 3])

@@ -58,13 +58,19 @@ def _fused(obj: xr.DataArray, along: Hashable | None = None) -> Any:
         rebuilt = _rebuild(obj, along)
         if rebuilt is not None:
             return rebuilt
-    data = obj.data
-    if isinstance(data, da.Array):
-        return data
+    if obj.chunks is not None:
+        return obj.data
     if var._in_memory:
-        return da.from_array(np.asarray(data), chunks=-1)
-    chunks = var.encoding.get("preferred_chunks", {})
-    return obj.chunk({d: c for d, c in chunks.items() if d in obj.dims} or "auto").data
+        return da.from_array(np.asarray(obj.data), chunks=-1)
+    # A lazily indexed (backend) array: ``obj.data`` would read all of it; chunk it instead,
+    # like the file where a selection left a dimension whole, "auto" elsewhere.
+    preferred = var.encoding.get("preferred_chunks", {})
+    chunks = {
+        d: c
+        for d, c in preferred.items()
+        if d in obj.dims and (isinstance(c, int) or sum(c) == obj.sizes[d])
+    }
+    return obj.chunk({d: chunks.get(d, "auto") for d in obj.dims}).data
 
 
 def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
@@ -164,6 +170,26 @@ class FitsDataArrayAccessor:
         if len(dims) != 1:
             raise ValueError(f"pass dim=: cannot choose the spectral dimension among {dims}")
         return str(dims[0])
+
+    def chunk(self, along: Hashable | None = None) -> xr.DataArray:
+        """This DataArray over dfits' own dask chunks: plain xarray reductions run fused.
+
+        ``xr.open_dataset`` hands xarray lazily indexed arrays (``.load()`` gives numpy; with
+        ``chunks=`` xarray's dask tasks decode whole chunks). The result here reads the
+        stored bytes instead, so ``.mean("freq")``, ``.std()`` or ``.where(x > t).sum()``
+        run the fused kernels, and ``.compute()`` still gives numpy. An unmodified selection
+        of a dfits HDU gets chunks planned for reducing along ``along`` when given; anything
+        else (in memory, arithmetic results) is chunked as :meth:`xarray.DataArray.chunk` would.
+
+        Examples
+        --------
+        >>> cube = xr.open_dataarray("cube.fits", engine="dfits")     # doctest: +SKIP
+        >>> cube.fits.chunk(along="freq").mean("freq").compute()       # doctest: +SKIP
+        """
+        obj = self._obj
+        if along is not None and along not in obj.dims:
+            raise ValueError(f"{along!r} is not a dimension of {obj.name!r}: {obj.dims}")
+        return obj.copy(deep=False, data=_fused(obj, along))
 
     # -- moments --------------------------------------------------------------------------
     def moment(
@@ -438,6 +464,10 @@ class FitsDatasetAccessor:
     @property
     def wcs(self) -> WCS:
         return self._main().wcs
+
+    def chunk(self, along: Hashable | None = None) -> xr.Dataset:
+        name = self._main()._obj.name
+        return self._obj.assign({name: self._main().chunk(along)})
 
     def moment(self, order: int, dim: str | None = None, **kw: Any) -> xr.DataArray:
         return self._main().moment(order, dim, **kw)

@@ -1,13 +1,20 @@
 """The ``dfits`` xarray backend engine: ``xr.open_dataset("cube.fits")``.
 
 A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
-HDU and hands xarray the HDU's dfits dask array and lazily indexed :class:`CelestialArray` 2-D
-sky coordinates. xarray (2026.9) wraps every backend variable in its copy-on-write and cache
-adapters. With the default ``chunks=None`` those hand reductions the dfits dask array itself,
-so plain reductions on the opened DataArray run the fused kernels; ``chunks=`` rebuilds the
-dask array over the adapters, whose tasks decode their regions. The ``.fits`` accessor reads
-through dfits' own chunks in either case. Data and coordinates hold a path, offsets and a
-header text — never an open file — so datasets and their dask graphs pickle.
+HDU and hands xarray lazily indexed backend arrays, as xarray's own backends do: the image as
+an :class:`ImageArray` (each indexing reads just that region through ``hdu.section``) and the
+2-D sky coordinates as :class:`CelestialArray` blocks computed from the WCS. So with the
+default ``chunks=None`` nothing is read at open, selections read their region, and ``.load()``
+/ ``.compute()`` / ``.values`` give plain numpy arrays; with ``chunks=`` xarray builds the
+dask array over :class:`ImageArray`, in dfits' planned chunks (``preferred_chunks``), each task
+reading its region from the file.
+
+xarray wraps what a backend returns in adapters whose ``.data`` and ``.load()`` are the same
+call, so no backend array can be a dask array for reductions and numpy for ``.load()``; dfits'
+fused kernels are reached through the ``.fits`` accessor instead (``moment``, ``spectrum``,
+and ``.fits.chunk()``, which puts the DataArray over dfits' own dask chunks so that plain
+xarray reductions run them). Data and coordinates hold a path, an HDU index and a header text —
+never an open file — so datasets and their dask graphs pickle.
 """
 
 from __future__ import annotations
@@ -33,10 +40,44 @@ from dfits.xarray.coords import (
 from dfits.xarray.errors import WCSError
 from dfits.xarray.files import open_file
 
-__all__ = ["CelestialArray", "DfitsBackendEntrypoint", "open_hdu_dataset"]
+__all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
 
 _EXTENSIONS = (".fits", ".fit", ".fts", ".fits.fz")
 _MAGIC = b"SIMPLE  ="
+
+
+class ImageArray(BackendArray):
+    """The physical values of an image HDU, read region by region: xarray's lazy array.
+
+    Holds the path, fsspec options and HDU index (the file is reopened through
+    :func:`~dfits.xarray.files.open_file` where it is used, so it pickles to dask workers) and
+    reads each basic-indexed region with ``hdu.section``: native numpy, NaN for BLANK.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        hdu: int,
+        storage_options: dict | None,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+    ) -> None:
+        self.path = path
+        self.hdu = hdu
+        self.storage_options = storage_options
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        # Section takes ints and stepped slices; xarray turns outer and vectorized indexers
+        # into those plus a numpy step on the (small) region read.
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._raw_getitem
+        )
+
+    def _raw_getitem(self, key: tuple) -> np.ndarray:
+        hdu = open_file(self.path, self.storage_options)[self.hdu]
+        return np.asarray(hdu.section[key])
 
 
 class CelestialArray(BackendArray):
@@ -153,10 +194,11 @@ def open_hdu_dataset(
     plan = plan_axes(wcs, len(h.shape))
     chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
     coords = _coords(plan, wcs, h, text, chunks)
-    # Hand xarray the dfits dask array itself: reductions reach it through xarray's adapters
-    # (unless chunks= rebuilds the array over them), and the accessor finds the file through
-    # the encoding.
-    var = xr.Variable(plan.dims, h.data, _attrs(h, text))
+    # A lazily indexed backend array, as xarray's own backends hand over: xarray adds the dask
+    # wrapping for chunks= (in these preferred chunks), and the accessor finds the file
+    # through the encoding.
+    data = ImageArray(path, h.index, storage_options, h.shape, h.dtype)
+    var = xr.Variable(plan.dims, indexing.LazilyIndexedArray(data), _attrs(h, text))
     var.encoding.update(
         preferred_chunks=chunks,
         dfits_source=path,
