@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfits.format.cards import find_end
-from dfits.format.header import Header, check_mandatory
+from dfits.format.header import Header
 from tests.format import fitsgen as fg
 from tests.format.checks import check_header
 
@@ -163,12 +163,6 @@ def test_bad_cards_are_found_and_kept_raw():
     assert h["OBSERVER"] == "'Ren\xe9e'"
     assert h["NAXIS"] == 0
     assert not h.cards[1].valid
-
-
-def test_check_mandatory_reads_the_geometry():
-    h = Header(fg.header(fg.image_cards((3, 4), 32, primary=False)))
-    assert check_mandatory(h, False, 0, "x", notes := []) == (32, [4, 3], 0, 1)
-    assert notes == []
 
 
 # -- generated headers ------------------------------------------------------------------------

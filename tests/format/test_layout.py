@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileError
-from dfits.format import layout as layout_module
+from dfits.format import window
 from dfits.format.layout import scan
 from tests.format import fitsgen as fg
 from tests.format.checks import scan_bytes
@@ -72,7 +72,7 @@ def test_missing_end_card_in_an_extension():
 
 
 def test_missing_end_card_stops_at_the_header_limit(monkeypatch):
-    monkeypatch.setattr(layout_module, "MAX_HEADER_BYTES", 20 * 2880)
+    monkeypatch.setattr(window, "MAX_HEADER_BYTES", 20 * 2880)
     blank = b" " * 2880
 
     def endless(offset, n):  # a header of blank cards that never ends

@@ -92,17 +92,7 @@ def alike_run(
     size = len(template)
     if start < 0 or count < 1 or stride < size or start + (count - 1) * stride + size > len(whole):  # type: ignore[arg-type]
         raise ValueError(f"headers at {start} + k * {stride}, k < {count}, leave the buffer")
-    buf = np.frombuffer(whole, dtype=np.uint8)  # type: ignore[call-overload]
-    try:
-        # One copy of just the headers; no view into the mmap outlives this call, so that
-        # the caller can close it.
-        rows = np.array(
-            np.lib.stride_tricks.as_strided(
-                buf[start:], shape=(count, size), strides=(stride, 1), writeable=False
-            )
-        )
-    finally:
-        del buf
+    rows = _headers(whole, start, stride, count, size)
     # Headers are whole cards, so rows split into 8-byte words: compare masked words.
     diff = np.bitwise_xor(rows, np.frombuffer(template, dtype=np.uint8))
     diff &= fixed.view(np.uint8) * np.uint8(255)
@@ -116,6 +106,21 @@ def alike_run(
     blob = rows[:n].tobytes()
     raws = [blob[k : k + size] for k in range(0, n * size, size)]
     return raws, vers[:n].tolist()
+
+
+def _headers(whole: object, start: int, stride: int, count: int, size: int) -> np.ndarray:
+    """The ``count`` candidate headers as the rows of one ``uint8`` array (a copy)."""
+    buf = np.frombuffer(whole, dtype=np.uint8)  # type: ignore[call-overload]
+    try:
+        # One copy of just the headers; no view into the mmap outlives this call, so that
+        # the caller can close it.
+        return np.array(
+            np.lib.stride_tricks.as_strided(
+                buf[start:], shape=(count, size), strides=(stride, 1), writeable=False
+            )
+        )
+    finally:
+        del buf
 
 
 def _plain_ints(rows: np.ndarray, card: int, bad: np.ndarray) -> np.ndarray:

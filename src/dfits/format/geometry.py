@@ -1,0 +1,85 @@
+"""Where an HDU is: the frozen records a layout scan produces.
+
+The contract: an :class:`HDULayout` holds one HDU's kind, names, byte offsets, data size,
+shape (numpy order), header and decode spec; a :class:`FileLayout` holds every HDU of a file.
+All offsets are Python ints; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dfits.format.cards import BLOCK_SIZE
+from dfits.format.dtypes import DecodeSpec
+from dfits.format.header import Header
+
+__all__ = ["FileLayout", "HDULayout"]
+
+
+@dataclass(frozen=True)
+class HDULayout:
+    """Geometry and header of one HDU.
+
+    Attributes
+    ----------
+    index : int
+        Position in the file (0 = primary).
+    kind : str
+        ``primary``, ``image``, ``bintable``, ``table``, ``random_groups``,
+        ``compressed_image`` (a BINTABLE with ``ZIMAGE = T``) or ``unknown``.
+    xtension : str or None
+        The XTENSION value (None for the primary HDU).
+    name : str
+        EXTNAME (``''`` if none; ``'PRIMARY'`` for a primary HDU without one, as astropy).
+    ver : int
+        EXTVER (1 if none).
+    header_offset, data_offset : int
+        Byte offsets of the header and of the data.
+    data_size : int
+        Bytes of data, unpadded: ``|BITPIX|/8 * GCOUNT * (PCOUNT + prod(NAXISn))``.
+    bitpix : int
+    shape : tuple of int
+        NAXISn in numpy order (reversed); ``()`` when NAXIS = 0.
+    header : Header
+    decode : DecodeSpec or None
+        For primary and image HDUs with NAXIS > 0.
+    """
+
+    index: int
+    kind: str
+    xtension: str | None
+    name: str
+    ver: int
+    header_offset: int
+    data_offset: int
+    data_size: int
+    bitpix: int
+    shape: tuple[int, ...]
+    # Left out of ==, hash() and repr(): the other fields identify the HDU, and a header
+    # (a mapping, thousands of characters long) is neither hashable nor readable in a repr.
+    header: Header = field(compare=False, repr=False)
+    decode: DecodeSpec | None = None
+
+    @property
+    def padded_size(self) -> int:
+        """Data size rounded up to whole 2880-byte blocks."""
+        return -(-self.data_size // BLOCK_SIZE) * BLOCK_SIZE
+
+    @property
+    def end(self) -> int:
+        """Offset just after the padded data: where the next HDU starts."""
+        return self.data_offset + self.padded_size
+
+    @property
+    def has_data(self) -> bool:
+        """True when the HDU has at least one byte of data."""
+        return self.data_size > 0
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """Every HDU of a file, in order (``size`` None when the source did not know it)."""
+
+    filename: str
+    size: int | None
+    hdus: tuple[HDULayout, ...]
