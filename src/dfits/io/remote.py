@@ -11,18 +11,20 @@ checked:
 * the same file: HTTP answers carry the total size (``Content-Range``) and the ETag, compared
   with what ``dfits.open`` saw; other stores are asked for size/ETag once per chunk;
 * transient failures (connection errors, timeouts, HTTP 408/425/429/5xx, short bodies) are
-  retried up to ``retries`` attempts in all, with exponential backoff; the final error names
-  the URL, the byte range, the attempts and each failure;
+  retried up to ``retries`` attempts in all, with exponential backoff
+  (:mod:`dfits.io.retries`); the final error names the URL, the byte range, the attempts and
+  each failure;
 * an HTTP connection or read that stalls fails after ``timeout`` seconds without a byte.
 
-Settings come from dask's configuration when the file is opened (``dfits.remote.retries``,
-``dfits.remote.timeout``, ``dfits.remote.gap``) and travel with the source to workers.
+HTTP(S) ranges go through :mod:`dfits.io.http` (concurrent and multi-range requests, each
+answer checked against the file's size and ETag); other stores through fsspec's
+``cat_ranges``. Settings come from dask's configuration when the file is opened
+(``dfits.remote.retries``, ``dfits.remote.timeout``, ``dfits.remote.gap``) and travel with
+the source to workers.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +37,17 @@ from dfits.errors import (
     TruncatedFileError,
     UnsupportedError,
 )
+from dfits.io import http
 from dfits.io.ranges import Runs, coalesce
+from dfits.io.retries import (
+    TRANSIENT_STATUS,
+    PermanentError,
+    backoff,
+    is_transient,
+    is_unreachable,
+    named,
+    status_of,
+)
 
 __all__ = ["DEFAULTS", "FsspecSource"]
 
@@ -48,21 +60,6 @@ DEFAULTS = {
     "gap": 256 * 1024,
     "concurrency": 16,  # requests in flight per batch (HTTP)
 }
-_TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-_BACKOFF = 0.05  # seconds before the second attempt; doubles, capped at 2 s
-
-
-class _NoMultiRange(Exception):
-    """The server did not answer a multi-range request with 206 parts."""
-
-
-#: URLs whose server answered a multi-range request otherwise (per process).
-_SINGLE_RANGE_ONLY: set[str] = set()
-_MAX_PARTS = 64  # ranges per multi-range request: ~1.5 KB of Range header
-
-
-class _Permanent(Exception):
-    """A failure that another attempt would repeat (a server ignoring Range, HTTP 403)."""
 
 
 def _settings() -> dict[str, Any]:
@@ -159,17 +156,17 @@ class FsspecSource:
                 return fs.info(path)
             except FileNotFoundError as err:
                 # fsspec's HTTP stat reports any failure so, a refused connection included
-                if not _unreachable(err):
+                if not is_unreachable(err):
                     raise MissingFileError(f"{self.url!r}: no such file") from err
                 errors.append(repr(err.__cause__))
-                _sleep(attempt)
+                backoff(attempt)
             except PermissionError:
                 raise
             except Exception as err:
-                if _status(err) not in _TRANSIENT_STATUS and not _transient_error(err):
+                if status_of(err) not in TRANSIENT_STATUS and not is_transient(err):
                     raise RemoteReadError(f"{self.url!r}: cannot stat the file: {err!r}") from err
                 errors.append(repr(err))
-                _sleep(attempt)
+                backoff(attempt)
         raise RemoteReadError(
             f"{self.url!r}: cannot stat the file: {self.retries} attempts failed: "
             + "; ".join(errors)
@@ -219,14 +216,14 @@ class FsspecSource:
             if not pending:
                 break
             if attempt:
-                _sleep(attempt - 1)
+                backoff(attempt - 1)
             got = self._fetch([ranges[i] for i in pending])
             still = []
             for i, res in zip(pending, got, strict=True):
                 start, stop = ranges[i]
                 if isinstance(res, FileNotFoundError | PermissionError | FileChangedError):
-                    raise _named(res, self.url, start, stop)
-                if isinstance(res, _Permanent):
+                    raise named(res, self.url, start, stop)
+                if isinstance(res, PermanentError):
                     raise RemoteReadError(
                         f"{self.url!r}: reading bytes {start}..{stop} failed: {res}"
                     )
@@ -264,142 +261,13 @@ class FsspecSource:
         """One attempt at every range: bytes or the exception, per range."""
         fs, path = self._filesystem()
         if _is_http(fs):
-            from fsspec.asyn import sync
-
-            return sync(fs.loop, self._http_fetch_all, fs, path, ranges)
+            return http.fetch(self, fs, path, ranges)
         starts = [a for a, _ in ranges]
         stops = [b for _, b in ranges]
         try:
             return fs.cat_ranges([path] * len(ranges), starts, stops, on_error="return")
         except Exception as err:  # a failure of the batch as a whole
             return [err] * len(ranges)
-
-    async def _http_fetch_all(self, fs: Any, url: str, ranges: list[tuple[int, int]]) -> list:
-        session = await fs.set_session()
-        limit = asyncio.Semaphore(self.concurrency)
-
-        async def one(start: int, stop: int) -> Any:
-            async with limit:
-                return await self._http_get(fs, session, url, start, stop)
-
-        async def singles(batch: list[tuple[int, int]]) -> list:
-            return await asyncio.gather(*(one(a, b) for a, b in batch), return_exceptions=True)
-
-        if len(ranges) == 1 or url in _SINGLE_RANGE_ONLY:
-            return await singles(ranges)
-
-        # Many runs (a spectrum, the rows of a cut-out): ask for up to _MAX_PARTS of them in
-        # one multi-range request; a server that answers otherwise gets single ranges.
-        async def multi(batch: list[tuple[int, int]]) -> list:
-            async with limit:
-                return await self._http_multi(fs, session, url, batch)
-
-        batches = [ranges[i : i + _MAX_PARTS] for i in range(0, len(ranges), _MAX_PARTS)]
-        answers = await asyncio.gather(*(multi(b) for b in batches), return_exceptions=True)
-        out: list = []
-        for batch, answer in zip(batches, answers, strict=True):
-            if isinstance(answer, _NoMultiRange):
-                _SINGLE_RANGE_ONLY.add(url)
-                out += await singles(batch)
-            elif isinstance(answer, BaseException):
-                out += [answer] * len(batch)
-            else:
-                out += answer
-        return out
-
-    def _request(self, fs: Any, ranges: str) -> dict[str, Any]:
-        kw = dict(fs.kwargs)
-        headers = dict(kw.pop("headers", None) or {})
-        headers["Range"] = f"bytes={ranges}"
-        # A compressed answer would not be the stored bytes.
-        headers["Accept-Encoding"] = "identity"
-        return {"headers": headers, **kw}
-
-    @staticmethod
-    def _status(r: Any, url: str) -> None:
-        status = r.status
-        if status == 404:
-            raise FileNotFoundError(url)
-        if status in (401, 403):
-            raise PermissionError(f"HTTP {status} {r.reason}")
-        if status in _TRANSIENT_STATUS:
-            raise ConnectionError(f"HTTP {status} {r.reason}")
-
-    async def _http_get(self, fs: Any, session: Any, url: str, start: int, stop: int) -> Any:
-        kw = self._request(fs, f"{start}-{stop - 1}")
-        async with session.get(fs.encode_url(url), **kw) as r:
-            self._status(r, url)
-            status = r.status
-            if status == 416:
-                return b""  # the range starts past the end: the caller sees a short read
-            if status == 200:
-                # The body is the whole file: never download it to find that out.
-                raise _Permanent(
-                    f"the server ignores Range requests (HTTP 200 instead of 206, "
-                    f"Content-Length {r.headers.get('Content-Length')})"
-                )
-            if status != 206:
-                raise _Permanent(f"HTTP {status} {r.reason}")
-            first, last = self._content_range(r.headers.get("Content-Range", ""), r.headers)
-            if first != start or last > stop - 1:
-                raise _Permanent(f"asked for bytes {start}-{stop - 1}, got {first}-{last}")
-            return await _read_body(r.content, stop - start)
-
-    async def _http_multi(
-        self, fs: Any, session: Any, url: str, batch: list[tuple[int, int]]
-    ) -> list:
-        import aiohttp
-
-        kw = self._request(fs, ",".join(f"{a}-{b - 1}" for a, b in batch))
-        async with session.get(fs.encode_url(url), **kw) as r:
-            self._status(r, url)
-            if r.status != 206:
-                raise _NoMultiRange  # e.g. 200: multi-range (or Range) not honoured
-            parts: list[tuple[int, Any]] = []
-            if r.headers.get("Content-Type", "").startswith("multipart/byteranges"):
-                reader = aiohttp.MultipartReader(r.headers, r.content)
-                while (part := await reader.next()) is not None:
-                    text = part.headers.get("Content-Range", "")
-                    first, last = self._content_range(text, r.headers)
-                    parts.append((first, await _read_body(part, last - first + 1)))
-            else:  # one part: the server merged the ranges into one span
-                text = r.headers.get("Content-Range", "")
-                first, last = self._content_range(text, r.headers)
-                need = sum(b - a for a, b in batch)
-                if last - first + 1 > 8 * need + 2**20:
-                    # far more than asked (a spectrum's channels merged into most of a
-                    # cube): single ranges cost less than downloading that span
-                    raise _NoMultiRange
-                parts.append((first, await _read_body(r.content, last - first + 1)))
-        out: list = []
-        for a, b in batch:
-            for first, data in parts:
-                if first <= a and b <= first + len(data):
-                    out.append(
-                        data if (first, b - a) == (a, len(data)) else data[a - first : b - first]
-                    )
-                    break
-            else:  # treated as a short read: retried
-                out.append(ConnectionError(f"the multi-range answer lacks bytes {a}-{b - 1}"))
-        return out
-
-    def _content_range(self, text: str, headers: Any) -> tuple[int, int]:
-        """First and last byte of a ``Content-Range``; the file's identity checked on the way."""
-        unit, _, spec = text.partition(" ")
-        span, _, total = spec.partition("/")
-        first, _, last = span.partition("-")
-        if unit != "bytes" or not first.isdigit() or not last.isdigit():
-            raise _Permanent(f"a 206 answer without a usable Content-Range: {text!r}")
-        etag = headers.get("ETag")
-        changed = (self.etag is not None and etag is not None and etag != self.etag) or (
-            self.size is not None and total.isdigit() and int(total) != self.size
-        )
-        if changed:
-            raise FileChangedError(
-                f"{self.url!r} changed since it was opened (size {self.size} -> {total}, "
-                f"ETag {self.etag!r} -> {etag!r})"
-            )
-        return int(first), int(last)
 
     def read_exact(self, offset: int, nbytes: int) -> bytes:
         """Return exactly ``nbytes`` at ``offset`` or raise :class:`TruncatedFileError`."""
@@ -442,52 +310,3 @@ class FsspecSource:
         fs, _ = self._filesystem()
         if not _is_http(fs):
             self.check()
-
-
-async def _read_body(stream: Any, want: int) -> bytearray:
-    """A response (or multipart part) body into one buffer of the size asked for.
-
-    aiohttp's ``read()`` joins its pieces at the end, a second copy that halves the
-    throughput of large chunk reads. Fewer bytes (a dropped connection) come back short.
-    """
-    buf = bytearray(want)
-    pos = 0
-    read = stream.readany if hasattr(stream, "readany") else stream.read_chunk
-    while piece := await read():
-        k = len(piece)
-        if pos + k > want:
-            raise _Permanent(f"the server sent more than the {want} bytes asked for")
-        buf[pos : pos + k] = piece
-        pos += k
-    return buf if pos == want else buf[:pos]
-
-
-def _status(err: BaseException) -> int | None:
-    status = getattr(err, "status", None) or getattr(err, "code", None)
-    return status if isinstance(status, int) else None
-
-
-def _transient_error(err: BaseException) -> bool:
-    return isinstance(err, ConnectionError | TimeoutError | asyncio.TimeoutError | OSError)
-
-
-def _unreachable(err: BaseException) -> bool:
-    cause = err.__cause__
-    while cause is not None:
-        if isinstance(cause, ConnectionError | TimeoutError) or "Connect" in type(cause).__name__:
-            return True
-        cause = cause.__cause__
-    return False
-
-
-def _named(err: BaseException, url: str, start: int, stop: int) -> BaseException:
-    if isinstance(err, FileChangedError):
-        return err
-    kind = MissingFileError if isinstance(err, FileNotFoundError) else type(err)
-    out = kind(f"{url!r}: reading bytes {start}..{stop}: {err}")
-    out.__cause__ = err
-    return out
-
-
-def _sleep(attempt: int) -> None:
-    time.sleep(min(_BACKOFF * 2**attempt, 2.0))
