@@ -1,0 +1,101 @@
+"""A DataArray's values as a dask array, read through dfits' fused chunks when possible.
+
+The contract: :func:`fused_dask` returns ``obj``'s values as a dask array. When ``obj`` is an
+unmodified selection of a dfits HDU — its encoding names the file and HDU (``dfits_source``,
+``dfits_hdu``), every dimension still carries its ``pixel_<dim>`` coordinate with evenly
+stepped pixel indices, and the dtype is the HDU's — the array is ``hdu.data`` (or
+``hdu.to_dask(reduce_axis=...)``, chunks planned for reducing along one dimension) sliced and
+transposed like ``obj``: its chunks hold stored bytes and its reductions run the fused
+kernels. Anything else keeps its own dask array, wraps its in-memory values in one chunk, or
+is chunked lazily (a backend array is never read whole to find out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from dfits.xarray.coords import pixel_picks
+from dfits.xarray.errors import WCSError
+from dfits.xarray.files import open_file
+
+__all__ = ["fused_dask", "pixel_coords"]
+
+
+def pixel_coords(obj: xr.DataArray) -> dict[int, Any]:
+    """``{FITS axis: pixel indices}`` from the ``pixel_<dim>`` coordinates still present."""
+    out = {}
+    for name, coord in obj.coords.items():
+        axis = coord.attrs.get("fits_axis")
+        if str(name).startswith("pixel_") and axis is not None:
+            out[int(axis)] = coord.values
+    return out
+
+
+def fused_dask(obj: xr.DataArray, along: Hashable | None = None) -> Any:
+    """``obj``'s values as a dask array, read through dfits' fused chunks when possible.
+
+    ``along``: a dimension the caller will reduce over; file-backed data then get chunks
+    planned for that reduction (:func:`dfits.array.chunks.reduction_chunks`).
+    """
+    import dask.array as da
+
+    var = obj.variable
+    if not var._in_memory and "dfits_source" in var.encoding:
+        rebuilt = _rebuild(obj, along)
+        if rebuilt is not None:
+            return rebuilt
+    if obj.chunks is not None:
+        return obj.data
+    if var._in_memory:
+        return da.from_array(np.asarray(obj.data), chunks=-1)
+    # A lazily indexed (backend) array: ``obj.data`` would read all of it; chunk it instead,
+    # like the file where a selection left a dimension whole, "auto" elsewhere.
+    preferred = var.encoding.get("preferred_chunks", {})
+    chunks = {
+        d: c
+        for d, c in preferred.items()
+        if d in obj.dims and (isinstance(c, int) or sum(c) == obj.sizes[d])
+    }
+    return obj.chunk({d: chunks.get(d, "auto") for d in obj.dims}).data
+
+
+def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
+    """``hdu.data`` indexed like ``obj``, or None when ``obj`` is not such a selection."""
+    enc = obj.variable.encoding
+    hdu = open_file(enc["dfits_source"], enc.get("dfits_storage_options"))[enc["dfits_hdu"]]
+    pixels = pixel_coords(obj)
+    naxis = len(hdu.shape)
+    if set(pixels) != set(range(1, naxis + 1)) or hdu.dtype != obj.dtype:
+        return None
+    try:
+        picks = pixel_picks(pixels)
+    except WCSError:
+        return None
+    index, dims = [], []
+    for axis in range(naxis, 0, -1):  # numpy order
+        pick = picks[axis]
+        if isinstance(pick, int):
+            index.append(pick)
+            continue
+        start, step = pick
+        dim = next(d for d in obj.dims if obj[f"pixel_{d}"].attrs.get("fits_axis") == axis)
+        stop = start + step * obj.sizes[dim]
+        index.append(slice(start, None if stop < 0 else stop, step))
+        dims.append(dim)
+    if set(dims) != set(obj.dims):
+        return None
+    if along is None:
+        x = hdu.data
+    else:
+        # the FITS axis of ``along`` (FITS axis n is numpy axis naxis - n)
+        fits_axis = obj[f"pixel_{along}"].attrs["fits_axis"]
+        x = hdu.to_dask(reduce_axis=naxis - fits_axis)
+    x = x[tuple(index)]
+    order = [dims.index(d) for d in obj.dims]
+    if order != sorted(order):
+        x = x.transpose(order)
+    return x if x.shape == obj.shape else None
