@@ -250,31 +250,9 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
     lead, steps, note = _plan(hdu, full, max_bytes)
     header = hdu.header
     bunit = str(header.get("BUNIT", "") or "").strip()
-    ndim = len(steps)
-    if ndim == 1:
+    if len(steps) == 1:
         raise ValueError("quicklook needs an image of 2 or more axes")
-    if full:
-        import dask.array as da
-
-        from dfits.jupyter.progress import compute
-
-        data = hdu.data[lead] if lead else hdu.data
-        if ndim == 3:
-            image, spectrum = compute(
-                da.nansum(data, axis=0), da.nanmean(data, axis=(1, 2)), progress=False
-            )
-        else:
-            (image,) = compute(data, progress=False)
-            spectrum = None
-    else:
-        cube = _read(hdu, steps, lead)
-        if ndim == 3:
-            with np.errstate(invalid="ignore"), _quiet():
-                image = np.nansum(cube, axis=0) * steps[0]
-                spectrum = np.nanmean(cube, axis=(1, 2))
-        else:
-            image, spectrum = cube, None
-    image = np.asarray(image, dtype=np.float64)
+    image, spectrum = _moment0_and_spectrum(hdu, lead, steps, full)
     wcs = _celestial_wcs(header, steps[-2:])
     name = f"HDU {hdu.index} {hdu.name}".strip()
     if spectrum is None:
@@ -303,6 +281,35 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
         sp.grid(alpha=0.3)
     fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
     return fig
+
+
+def _moment0_and_spectrum(
+    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool
+) -> tuple[np.ndarray, Any]:
+    """The moment-0 image (float64) and mean spectrum of a cube; an image and None in 2-D."""
+    if full:
+        import dask.array as da
+
+        from dfits.jupyter.progress import compute
+
+        data = hdu.data[lead] if lead else hdu.data
+        if len(steps) == 3:
+            image, spectrum = compute(
+                da.nansum(data, axis=0), da.nanmean(data, axis=(1, 2)), progress=False
+            )
+        else:
+            (image,) = compute(data, progress=False)
+            spectrum = None
+    else:
+        cube = _read(hdu, steps, lead)
+        if len(steps) == 3:
+            with np.errstate(invalid="ignore"), _quiet():
+                # every steps[0]-th channel read: scale the sum to the whole band
+                image = np.nansum(cube, axis=0) * steps[0]
+                spectrum = np.nanmean(cube, axis=(1, 2))
+        else:
+            image, spectrum = cube, None
+    return np.asarray(image, dtype=np.float64), spectrum
 
 
 class _quiet:
@@ -337,23 +344,7 @@ def plot_channel_maps(
     lead, steps, note = _plan(hdu, full, max_bytes)
     if len(steps) != 3:
         raise ValueError("channel maps need a cube (3 or more axes)")
-    if full:
-        import dask.array as da
-
-        from dfits.jupyter.progress import compute
-
-        data = hdu.data[lead] if lead else hdu.data
-        groups = np.array_split(np.arange(data.shape[0]), min(n, data.shape[0]))
-        maps = compute(
-            *[da.nanmean(data[g[0] : g[-1] + 1], axis=0) for g in groups], progress=False
-        )
-        chans = list(groups)
-    else:
-        cube = _read(hdu, steps, lead)
-        groups = np.array_split(np.arange(cube.shape[0]), min(n, cube.shape[0]))
-        with _quiet():
-            maps = [np.nanmean(cube[g[0] : g[-1] + 1], axis=0) for g in groups]
-        chans = [g * steps[0] for g in groups]
+    maps, chans = _channel_means(hdu, lead, steps, n, full)
     header = hdu.header
     fits_axis = len(hdu.shape) - len(lead)
     values, label = _axis_values(header, fits_axis, hdu.shape[len(lead)])
@@ -385,3 +376,25 @@ def plot_channel_maps(
     fig.suptitle(f"HDU {hdu.index} {hdu.name}: {len(maps)} channel maps", fontsize=10)
     fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
     return fig
+
+
+def _channel_means(
+    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], n: int, full: bool
+) -> tuple[list[Any], list[np.ndarray]]:
+    """Mean maps of ``n`` equal channel groups, and each group's channels in the file."""
+    if full:
+        import dask.array as da
+
+        from dfits.jupyter.progress import compute
+
+        data = hdu.data[lead] if lead else hdu.data
+        groups = np.array_split(np.arange(data.shape[0]), min(n, data.shape[0]))
+        maps = compute(
+            *[da.nanmean(data[g[0] : g[-1] + 1], axis=0) for g in groups], progress=False
+        )
+        return list(maps), list(groups)
+    cube = _read(hdu, steps, lead)
+    groups = np.array_split(np.arange(cube.shape[0]), min(n, cube.shape[0]))
+    with _quiet():
+        maps = [np.nanmean(cube[g[0] : g[-1] + 1], axis=0) for g in groups]
+    return maps, [g * steps[0] for g in groups]
