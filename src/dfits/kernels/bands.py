@@ -31,7 +31,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import BLOCK, NARROW_BLOCK, jit, neumaier
+from dfits.kernels._compile import BLOCK, NARROW_BLOCK, compensated, jit, neumaier
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels.moments import SUM_TILE, _four_rows
 
@@ -80,7 +80,7 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
                 n += c
                 total, comp = neumaier(total, comp, s)
             if summed:
-                out_sum[a] = total + comp if np.isfinite(total) else total
+                out_sum[a] = compensated(total, comp)
             if counted:
                 out_n[a] = n
 
@@ -130,8 +130,7 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
                             total[c], comp[c] = neumaier(total[c], comp[c], part[c])
                 if summed:
                     for c in range(w):
-                        t = total[c]
-                        out_sum[a, c0 + c] = t + comp[c] if np.isfinite(t) else t
+                        out_sum[a, c0 + c] = compensated(total[c], comp[c])
                 if counted:
                     out_n[a, c0:c1] = cnt[:w]
 

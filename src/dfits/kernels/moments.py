@@ -7,10 +7,11 @@ Two layouts cover every axis subset once the caller has coalesced axes (see ``_s
 
 Accuracy: values are accumulated in float64. A block of :data:`BLOCK` contiguous values (or
 :data:`TILE` columns × ``BLOCK // 8`` rows) is summed with reassociation allowed, so LLVM
-spreads it over vector lanes and each lane adds at most a few hundred terms; block results are
-combined with Neumaier compensation in strict arithmetic. The error is therefore bounded by the
-block size, not by the number of values: on 10**8 values it stays within a few ulps of the
-exactly rounded sum (tested), where a single running float64 sum drifts by ~10**8 ε.
+spreads it over vector lanes (how many depends on the CPU: the rounding does too); block
+results are combined with Neumaier compensation in strict arithmetic. The error is therefore
+bounded by the block size, not by the number of values: at worst ``γ(BLOCK)·Σ|x|`` whatever
+the vector width, and for data with random low bits a few ulps of the exactly rounded sum on
+10**7 values (tested), where a single running float64 sum drifts by ~10**3 ulps.
 
 Variance: the row kernel sums ``d`` and ``d²`` for ``d = x - k`` in one pass per block, with
 ``k`` the block's first value, and takes ``M2 = Σd² - (Σd)²/n``. That loses about
@@ -18,10 +19,16 @@ Variance: the row kernel sums ``d`` and ``d²`` for ``d = x - k`` in one pass pe
 value an outlier) is redone while still in cache: its mean, then sums shifted by that mean.
 Blocks are merged with Chan et al.'s pairwise update, their means taken relative to the
 row's first shift, so that offset data (``10**9 + noise``) keep their low bits: ``M2`` of
-such a row is within ~10**-14 of exact, where block means in absolute terms were ~10**-9
-off. The column kernel keeps two passes over each tile of rows (the tile is still in cache
-for the second), four rows at a time like the column sum, and merges each 64-row block with
-Chan's update written as selects, so that it vectorises. Either way one memory pass yields
+such a row is within the worst-case bound ``γ(c)·(Σd² + 2|d̄|·Σ|d|)`` per block (about
+10**-12 of M2 there; tested), where block means in absolute terms were ~3·10**-9 off. Such
+data are where the vector width shows: their squares have few significant bits and round
+with a bias, so the error grows with the longest run of additions (5·10**-14 with a scalar
+loop, 10**-15 with AVX2's 16 accumulators).
+
+The column kernel keeps two passes over each tile of rows (the tile is still in cache for the
+second), four rows at a time like the column sum, and merges each 64-row block with Chan's
+update written as selects, so that it vectorises; its order does not depend on the vector
+width (lanes run across columns). Either way one memory pass yields
 exact-combining ``(n, mean, M2)`` partials.
 """
 
@@ -32,7 +39,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import BLOCK, NARROW_BLOCK, TILE, jit, neumaier
+from dfits.kernels._compile import BLOCK, NARROW_BLOCK, TILE, compensated, jit, neumaier
 from dfits.kernels._loaders import Kind, loaders
 
 __all__ = ["isum_kernels", "moments_kernels", "rawsum_kernels", "sum_kernels"]
@@ -48,8 +55,8 @@ SUM_TILE = 4 * TILE
 #: check, a Chan merge with three divisions) is heavier than a sum's, and at 2048 values it
 #: cost 10-15 % of the loop; measured on 128 MiB of float64 in memory, one thread, Zen 5:
 #: 4.2-4.4 ms with 2048, 3.96 ms with 8192, 3.87 ms with 16384 (LIMIT's one-pass std: 3.8 ms).
-#: 8192 float64 (64 KiB) stay in L2 for a block redone in two passes, and each vector lane
-#: adds at most ~1000 terms, so the block's rounding stays within ~10**-13 relative.
+#: 8192 float64 (64 KiB) stay in L2 for a block redone in two passes. A scalar loop adds them
+#: in one chain (worst case γ(8192) ≈ 10**-12 of Σd²); each vector lane adds a share.
 MOMENTS_BLOCK = 8192
 #: a block's one-pass ``M2 = Σd² - (Σd)²/c`` (``d = x - shift``) loses about log2(κ) bits to
 #: cancellation, where ``κ = Σd² / M2``; above this the block is redone in two passes
@@ -188,7 +195,7 @@ def sum_kernels(kind: Kind, skipna: bool):
                         s += f64(blk[b], scale, zero, blank)
                     n += blk.size
                 total, comp = neumaier(total, comp, s)
-            out_sum[a] = total + comp if np.isfinite(total) else total
+            out_sum[a] = compensated(total, comp)
             out_n[a] = n
 
     add = _column_adder(kind, check)
@@ -225,8 +232,7 @@ def sum_kernels(kind: Kind, skipna: bool):
                     dst[:] = part[:w]
                 else:
                     for c in range(w):
-                        t = total[c]
-                        dst[c] = t + comp[c] if np.isfinite(t) else t
+                        dst[c] = compensated(total[c], comp[c])
                 if check:
                     out_n[a, c0:c1] = cnt[:w]
 
