@@ -120,17 +120,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[str]:
 
 
 # With no upward import, a cycle can only run inside one layer: each layer is checked alone.
-# The array layer is being rebuilt (its stored chunk, NaN masks, cuts and dispatch import each
-# other at call time); drop the mark once it is acyclic.
-_LAYERS = [
-    pytest.param(
-        layer,
-        marks=pytest.mark.xfail(reason="dfits.array is being rebuilt", strict=False)
-        if layer == "array"
-        else (),
-    )
-    for layer in sorted(RANK)
-]
+_LAYERS = sorted(RANK)
 
 
 @pytest.mark.parametrize("layer", _LAYERS)

@@ -14,8 +14,9 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from dfits._display import figure, html_for
-from dfits.array.build import ImageBlock, dask_array
 from dfits.array.chunks import normalize, reduction_chunks
+from dfits.array.image import ImageReader
+from dfits.array.reader import dask_array
 from dfits.errors import HDUNotFoundError, UnsupportedError, where
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
@@ -99,7 +100,7 @@ class HDU:
         return figure("quicklook", self, full, max_bytes)
 
     # -- data -----------------------------------------------------------------------------
-    def _block(self, raw: bool) -> ImageBlock:
+    def _block(self, raw: bool) -> ImageReader:
         if not self.is_image:
             raise UnsupportedError(
                 f"{self._where()}: {self.kind} HDUs have no image data that dfits can read"
@@ -107,7 +108,7 @@ class HDU:
         spec = self.layout.decode
         if not raw:
             spec.check()
-        return ImageBlock(self._file.source, self.layout.data_offset, self.shape, spec, raw)
+        return ImageReader(self._file.source, self.layout.data_offset, self.shape, spec, raw)
 
     def _array(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
         from dask.base import tokenize

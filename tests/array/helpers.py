@@ -1,12 +1,13 @@
-"""Write small FITS files with astropy and expose them through ImageBlock, layout-free."""
+"""Write small FITS files with astropy and expose them through ImageReader, layout-free."""
 
 from __future__ import annotations
 
 import numpy as np
 from astropy.io import fits
 
-from dfits.array.build import ImageBlock, dask_array
 from dfits.array.chunks import normalize
+from dfits.array.image import ImageReader
+from dfits.array.reader import dask_array
 from dfits.format.dtypes import parse_decode_spec
 from dfits.io import open_source
 
@@ -25,7 +26,7 @@ def write_image(path, data, bscale=None, bzero=None, blank=None):
 
 def block_array(path, offset, shape, bitpix, bscale=None, bzero=None, blank=None, chunks=None):
     spec = parse_decode_spec(bitpix, bscale, bzero, blank)[0]
-    block = ImageBlock(open_source(path), offset, shape, spec)
+    block = ImageReader(open_source(path), offset, shape, spec)
     norm = normalize(chunks, shape, spec.physical, spec.itemsize)
     return dask_array(block, norm, f"test-{path}-{norm}"), spec
 
@@ -85,5 +86,13 @@ def replan(x, chunks, name):
     """``x``'s file block under other chunks (``rechunk`` would decode and concatenate)."""
     from dask.array.core import normalize_chunks
 
-    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    block = reader_of(x).reader
     return dask_array(block, normalize_chunks(chunks, x.shape), f"{name}-{chunks}")
+
+
+def reader_of(x):
+    """The reader behind a dfits dask array, indexable as dask indexes it (the graph's
+    ``from_array`` source)."""
+    from dfits.array.reader import _Regions
+
+    return next(v for v in x.dask.values() if isinstance(v, _Regions))

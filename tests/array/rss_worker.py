@@ -9,8 +9,9 @@ import dask
 import dask.array as da
 import numpy as np
 
-from dfits.array.build import ImageBlock, dask_array
 from dfits.array.chunks import normalize
+from dfits.array.image import ImageReader
+from dfits.array.reader import dask_array
 from dfits.format.dtypes import parse_decode_spec
 from dfits.io import open_source
 
@@ -33,7 +34,7 @@ def main() -> None:
         # first rows, one strided run per plane
         shape = (64, shape[0] // 64, shape[1])
         chunks = (64, int(chunk_rows), shape[2])
-    block = ImageBlock(open_source(path), int(offset), shape, spec)
+    block = ImageReader(open_source(path), int(offset), shape, spec)
     x = dask_array(block, normalize(chunks, shape, spec.physical, spec.itemsize), "rss")
     funcs = {
         "sum": lambda a: a.sum(),

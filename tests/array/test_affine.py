@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from dfits import kernels
 from dfits.array.affine import affine_spec
-from dfits.array.build import ImageBlock
+from dfits.array.lazy import Deviation
 from dfits.array.nanmask import NanMask
-from dfits.array.stored import Deviation, StoredChunk
+from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
-from tests.array.helpers import encoded_case, stored_sample
+from tests.array.helpers import encoded_case, reader_of, stored_sample
 
 CASES = {
     "f32-nan-inf": (-32, None, None, None),
@@ -126,7 +126,7 @@ def test_values_are_numpys_exactly(case):
 
 def test_which_chunks_stay_stored(case):
     x, _, name = case
-    block = next(v for v in x.dask.values() if isinstance(v, ImageBlock))
+    block = reader_of(x)
     chunk = block[(slice(0, 4),)]
     assert isinstance(chunk, StoredChunk)
     for op, f in MAPS[name].items():

@@ -6,8 +6,9 @@ import pickle
 
 import numpy as np
 
-from dfits.array.build import ImageBlock, dask_array
 from dfits.array.chunks import normalize
+from dfits.array.image import ImageReader
+from dfits.array.reader import dask_array
 from dfits.format.dtypes import parse_decode_spec
 from dfits.io.local import FileIdentity, LocalSource
 
@@ -18,7 +19,7 @@ def test_ten_terabyte_virtual_image_graph_is_small():
     size = 2880 + int(np.prod(shape, dtype=object)) * 4
     src = LocalSource("/virtual/ten_tb.fits", FileIdentity(size, 1))
     chunks = normalize(None, shape, spec.physical, spec.itemsize)
-    x = dask_array(ImageBlock(src, 2880, shape, spec), chunks, "ten-tb")
+    x = dask_array(ImageReader(src, 2880, shape, spec), chunks, "ten-tb")
     assert x.npartitions == 80000
     assert x.chunksize == (1, 2048, 16384)  # a plane is 1 GiB: split rows, 128 MiB each
     # the collection pickles as one array-like and a blockwise layer, never per-chunk data

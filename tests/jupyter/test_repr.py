@@ -7,7 +7,7 @@ import time
 import pytest
 
 import dfits
-from dfits.array.build import ImageBlock
+from dfits.array.image import ImageReader
 from dfits.jupyter.repr import chunk_summary, file_html, hdu_html, header_html, wcs_axes
 from dfits.section import Section
 from tests.jupyter.conftest import CUBE_SHAPE, NHDU
@@ -20,7 +20,7 @@ def no_data(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("a repr touched data")
 
-    monkeypatch.setattr(ImageBlock, "__getitem__", boom)
+    monkeypatch.setattr(ImageReader, "read", boom)
     monkeypatch.setattr(Section, "__getitem__", boom)
     monkeypatch.setattr("dfits.file.dask_array", boom)
     monkeypatch.setattr("dfits.io.local.LocalSource.map", boom)

@@ -11,28 +11,21 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dfits import kernels
+from dfits._lazy import kernels
 from dfits.array.cuts import Cut, CutValues, cut_values
-from dfits.array.dispatch import _finish, _partial, _shape_out
+from dfits.array.results import finish as _finish
+from dfits.array.results import implements
+from dfits.array.results import keepdims_partial as _partial
+from dfits.array.results import shape_out as _shape_out
 
-__all__ = ["HANDLED_CUT", "HANDLED_CUT_VALUES"]
+__all__: list[str] = []
 
-HANDLED_CUT: dict[Callable[..., Any], Callable[..., Any]] = {}
-HANDLED_CUT_VALUES: dict[Callable[..., Any], Callable[..., Any]] = {}
-
-
-def _implements(table: dict, *funcs: Callable[..., Any]):
-    def deco(impl):
-        for f in funcs:
-            table[f] = impl
-        return impl
-
-    return deco
+HANDLED_CUT = Cut.handlers
+HANDLED_CUT_VALUES = CutValues.handlers
 
 
 def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
@@ -43,7 +36,7 @@ def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
 # -- the cut itself: a boolean mask ------------------------------------------------------------
 
 
-@_implements(HANDLED_CUT, np.sum, np.nansum)
+@implements(HANDLED_CUT, np.sum, np.nansum)
 def _cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
     axes, _ = _axes(c, axis)
     value = _shape_out(c, axes, keepdims, c.count(axes))
@@ -52,25 +45,25 @@ def _cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _partial(_finish(value, dtype, out), keepdims, out)
 
 
-@_implements(HANDLED_CUT, np.count_nonzero)
+@implements(HANDLED_CUT, np.count_nonzero)
 def _cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
     axes, _ = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes)), np.intp, None)
 
 
-@_implements(HANDLED_CUT, np.any)
+@implements(HANDLED_CUT, np.any)
 def _cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
     axes, _ = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) > 0), None, out)
 
 
-@_implements(HANDLED_CUT, np.all)
+@implements(HANDLED_CUT, np.all)
 def _cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
     axes, size = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) == size), None, out)
 
 
-@_implements(HANDLED_CUT, np.where)
+@implements(HANDLED_CUT, np.where)
 def _cut_where(condition, x=None, y=None):
     if x is None or y is None:
         return NotImplemented
@@ -92,12 +85,12 @@ def _sum(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
     return _partial(_finish(value, dtype or v.dtype, out), keepdims, out)
 
 
-@_implements(HANDLED_CUT_VALUES, np.sum)
+@implements(HANDLED_CUT_VALUES, np.sum)
 def _values_sum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _sum(v, axis, dtype, out, keepdims, skipna=False)
 
 
-@_implements(HANDLED_CUT_VALUES, np.nansum)
+@implements(HANDLED_CUT_VALUES, np.nansum)
 def _values_nansum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _sum(v, axis, dtype, out, keepdims, skipna=True)
 
@@ -117,12 +110,12 @@ def _mean(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
     return _finish(_shape_out(v, axes, keepdims, value), dtype or v.dtype, out)
 
 
-@_implements(HANDLED_CUT_VALUES, np.mean)
+@implements(HANDLED_CUT_VALUES, np.mean)
 def _values_mean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _mean(v, axis, dtype, out, keepdims, skipna=False)
 
 
-@_implements(HANDLED_CUT_VALUES, np.nanmean)
+@implements(HANDLED_CUT_VALUES, np.nanmean)
 def _values_nanmean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
     if not v.nan_filled:  # zeros are values to average: numpy's
         return NotImplemented
@@ -161,21 +154,21 @@ def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
     return _finish(_shape_out(v, axes, keepdims, value), None, out)
 
 
-@_implements(HANDLED_CUT_VALUES, np.max, np.amax)
+@implements(HANDLED_CUT_VALUES, np.max, np.amax)
 def _values_max(v, axis=None, out=None, keepdims=False, **_):
     return _extreme(v, axis, out, keepdims, want_max=True, skipna=False)
 
 
-@_implements(HANDLED_CUT_VALUES, np.min, np.amin)
+@implements(HANDLED_CUT_VALUES, np.min, np.amin)
 def _values_min(v, axis=None, out=None, keepdims=False, **_):
     return _extreme(v, axis, out, keepdims, want_max=False, skipna=False)
 
 
-@_implements(HANDLED_CUT_VALUES, np.nanmax)
+@implements(HANDLED_CUT_VALUES, np.nanmax)
 def _values_nanmax(v, axis=None, out=None, keepdims=False, **_):
     return _extreme(v, axis, out, keepdims, want_max=True, skipna=True)
 
 
-@_implements(HANDLED_CUT_VALUES, np.nanmin)
+@implements(HANDLED_CUT_VALUES, np.nanmin)
 def _values_nanmin(v, axis=None, out=None, keepdims=False, **_):
     return _extreme(v, axis, out, keepdims, want_max=False, skipna=True)

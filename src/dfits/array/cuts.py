@@ -13,10 +13,10 @@ sees the previous one's result:
 * sums, counts and means of those run the band kernel (:mod:`dfits.kernels.bands`) on the
   stored bytes: one pass gives the sums and counts that ``nansum``, xarray's skipping ``sum``
   (``where(isnan(y), 0, y)``), ``count`` and ``mean`` ask for;
-* variances of NaN-filled values: inside dask's ``moment_chunk`` one pass of the banded
-  moments kernel gives ``(n, mean, M2)`` of the values inside the cut; its count and sum
-  come from those, and ``values - mean`` is a lazy
-  :class:`~dfits.array.stored.Deviation` whose squared sum is ``M2 + n (mean - c)²``.
+* variances: ``values - mean`` is a lazy :class:`~dfits.array.lazy.Deviation` whose
+  squared sum is ``M2 + n (mean - c)²``, with ``(n, mean, M2)`` of the values inside the
+  cut from one pass of the banded moments kernel (pooled with the zeros outside it, when
+  zero-filled).
 
 Any other use materialises numpy's exact value. A strict bound becomes a closed one a float64
 ulp away, which is exact because every physical value compared is a float64 exactly.
@@ -25,97 +25,23 @@ ulp away, which is exact because every physical value compared is a float64 exac
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.stored import (
-    LazyValues,
-    StoredChunk,
-    _is_basic,
-    _materialize,
-    called_from,
-    deviation_of,
-)
+from dfits.array.lazy import UFUNC_RULES, LazyValues, _is_basic, deviation_of
+from dfits.array.lazy import materialize as _materialize
+from dfits.array.stored import StoredChunk
+from dfits.array.thresholds import COMPARISONS, FLIPPED, comparison_band
 
 __all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
-
-_INF = math.inf
-_EMPTY = (_INF, -_INF)
-#: integers up to this size are exact float64 values
-_EXACT = 2**53
-#: the comparison with the chunk on the left, for a comparison written the other way round
-_FLIPPED = {
-    np.greater: np.less,
-    np.less: np.greater,
-    np.greater_equal: np.less_equal,
-    np.less_equal: np.greater_equal,
-}
-COMPARISONS = frozenset(_FLIPPED)
-
-
-def comparison_band(op: Any, physical: np.dtype, threshold: Any) -> tuple[float, float] | None:
-    """The closed float64 band ``[lo, hi]`` of values ``v`` for which ``op(v, threshold)``.
-
-    ``op`` is one of numpy's four ordering comparisons, ``v`` any value of dtype
-    ``physical``. The threshold is first converted as numpy converts it for that
-    comparison (a Python float against float32 data compares in float32). None when the
-    band cannot reproduce numpy exactly: 64-bit integer data, a threshold that is not a
-    real scalar, or one whose conversion overflows.
-    """
-    t = _threshold(np.dtype(physical), threshold)
-    if t is None:
-        return None
-    if math.isnan(t):
-        return _EMPTY
-    if op is np.greater_equal:
-        return (t, _INF)
-    if op is np.less_equal:
-        return (-_INF, t)
-    if op is np.greater:
-        return _EMPTY if t == _INF else (float(np.nextafter(t, _INF)), _INF)
-    if op is np.less:
-        return _EMPTY if t == -_INF else (-_INF, float(np.nextafter(t, -_INF)))
-    return None
-
-
-def _threshold(physical: np.dtype, t: Any) -> float | None:
-    """The threshold as the float64 value numpy compares against, or None."""
-    if physical.kind not in "iuf" or (physical.kind in "iu" and physical.itemsize > 4):
-        return None  # int64 data compare exactly in integers, not in float64
-    if isinstance(t, bool | np.bool_):
-        return None
-    if isinstance(t, int):  # numpy compares Python ints with integer data exactly
-        if physical.kind in "iu":
-            return float(t) if abs(t) <= _EXACT else None
-        # float data: cast as numpy casts a weak Python int
-        return _cast(t, np.result_type(physical, t))
-    if isinstance(t, float):
-        return _cast(t, np.result_type(physical, t))
-    if isinstance(t, np.generic | np.ndarray) and np.ndim(t) == 0 and t.dtype.kind in "iuf":
-        value = t[()] if isinstance(t, np.ndarray) else t
-        if t.dtype.kind in "iu" and physical.kind in "iu":
-            return float(value) if abs(int(value)) <= _EXACT else None
-        return _cast(value, np.result_type(physical, t.dtype))
-    return None
-
-
-def _cast(value: Any, ctype: np.dtype) -> float | None:
-    if ctype.kind != "f":
-        return None
-    with np.errstate(over="raise", invalid="ignore"):
-        try:
-            cast = ctype.type(value)
-        except (FloatingPointError, OverflowError):
-            return None  # numpy would warn and compare against inf: leave that to numpy
-    return float(cast)
 
 
 def cut_of(op: Any, chunk: StoredChunk, other: Any, chunk_first: bool = True) -> Cut | None:
     """``op(chunk, other)`` (``op(other, chunk)`` unless ``chunk_first``) as a :class:`Cut`."""
     if not chunk_first:
-        op = _FLIPPED.get(op)
+        op = FLIPPED.get(op)
     band = comparison_band(op, chunk.dtype, other) if op in COMPARISONS else None
     if band is None:
         return None
@@ -126,7 +52,7 @@ class Cut(LazyValues):
     """The boolean mask ``lo <= chunk <= hi`` of one or more comparisons with scalars."""
 
     __slots__ = ("band", "chunk", "dtype", "terms")
-    handlers = "dfits.array.cut_handlers:HANDLED_CUT"
+    handlers: ClassVar[dict[Any, Any]] = {}
 
     def __init__(
         self, chunk: StoredChunk, band: tuple[float, float], terms: tuple, dtype: Any = bool
@@ -159,16 +85,16 @@ class Cut(LazyValues):
 
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
         target = np.dtype(dtype)
-        if target.kind in "biuf" and not kwargs:
+        if target.kind in "biuf" and not kwargs and self.lazy:
             return self if target == self.dtype else Cut(self.chunk, self.band, self.terms, target)
-        return self.materialize().astype(dtype, **kwargs)
+        return self.values().astype(dtype, **kwargs)
 
     def __getitem__(self, index: Any) -> Any:
-        if _is_basic(index):
+        if _is_basic(index) and self.lazy:
             part = self.chunk[index]
             if isinstance(part, StoredChunk):
                 return Cut(part, self.band, self.terms, self.dtype)
-        return self.materialize()[index]
+        return self.values()[index]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if (
@@ -176,7 +102,7 @@ class Cut(LazyValues):
             and method == "__call__"
             and not kwargs
             and len(inputs) == 2
-            and all(isinstance(i, Cut) and i.dtype == np.bool_ for i in inputs)
+            and all(isinstance(i, Cut) and i.dtype == np.bool_ and i.lazy for i in inputs)
             and same_values(inputs[0].chunk, inputs[1].chunk)
         ):
             a, b = inputs
@@ -192,7 +118,7 @@ class CutValues(LazyValues):
     """
 
     __slots__ = ("chunk", "cut", "dtype", "fill")
-    handlers = "dfits.array.cut_handlers:HANDLED_CUT_VALUES"
+    handlers: ClassVar[dict[Any, Any]] = {}
 
     def __init__(self, cut: Cut, chunk: StoredChunk, fill: Any, dtype: np.dtype) -> None:
         self.cut = cut
@@ -219,15 +145,12 @@ class CutValues(LazyValues):
     decode = materialize  # what NaN masks of these values call
 
     def stats(self, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Float64 sums and int64 counts of the values inside the cut, over ``axes``.
-
-        Inside dask's ``moment_chunk`` (a variance) they are worked out from the banded
-        moments, which that step asks for next: one pass of the stored bytes for all three.
-        """
+        """Float64 sums and int64 counts of the values inside the cut, over ``axes``
+        (one pass of the band kernel, memoised: a mean's count and sum both come from it)."""
         key = ("band", self.cut.band, axes)
-        if key not in self.chunk._memo and (
-            ("band-moments", self.cut.band, axes) in self.chunk._memo
-            or called_from("moment_chunk", 2, 16)
+        if (
+            key not in self.chunk._memo
+            and ("band-moments", self.cut.band, axes) in self.chunk._memo
         ):
             n, mean, _ = self.moments(axes)
             with np.errstate(invalid="ignore"):
@@ -248,15 +171,21 @@ class CutValues(LazyValues):
         return memo
 
     def counts(self, axes: tuple[int, ...]) -> np.ndarray:
-        """The int64 counts of values inside the cut over ``axes``.
+        """The int64 counts of values inside the cut over ``axes``."""
+        return self.stats(axes)[1]
 
-        Counted alone (one map of fresh memory per chunk, not two) unless dask's
-        ``mean_chunk`` or ``moment_chunk`` asks: they want the sums (and squared deviations)
-        next, and one pass gives them all.
-        """
-        if called_from("mean_chunk", 2, 16) or called_from("moment_chunk", 2, 16):
-            return self.stats(axes)[1]
-        return _band_counts(self.chunk, self.cut.band, axes)
+    def pooled_moments(self, axes: tuple[int, ...], skipna: bool):
+        """``(n, mean, M2)`` of the values as numpy sees them: the zeros outside the cut
+        pooled in when zero-filled; NaN-filled and not skipping, NaN where a slice has a
+        value outside the cut."""
+        n, mean, m2 = self.moments(axes)
+        size = math.prod(self.shape[a] for a in axes)
+        if not self.nan_filled:
+            return _with_zeros(n, mean, m2, size)
+        if not skipna:
+            mean = np.where(n == size, mean, np.nan)
+            n = np.broadcast_to(np.int64(size), np.shape(mean))
+        return n, mean, m2
 
     def sums(self, axes: tuple[int, ...], dtype: Any = None) -> np.ndarray:
         """The sums alone over ``axes``: float64, or float32 straight from the kernel.
@@ -275,26 +204,31 @@ class CutValues(LazyValues):
         return kernels.band_sum_count(u, spec, axes, lo=lo, hi=hi, dtype=dtype, counts=False)[0]
 
     def __getitem__(self, index: Any) -> Any:
-        if _is_basic(index):
+        if _is_basic(index) and self.lazy:
             cut, chunk = self.cut[index], self.chunk[index]
             if isinstance(cut, Cut) and isinstance(chunk, StoredChunk):
                 return CutValues(cut, chunk, self.fill, self.dtype)
-        return self.materialize()[index]
+        return self.values()[index]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if ufunc is np.isnan and method == "__call__" and not kwargs and len(inputs) == 1:
-            # xarray's skipping sum and count of ``x.where(x > t)`` (see dfits.array.nanmask);
-            # zero-filled values hold no NaN (dask's nannumel of them counts every value)
-            from dfits.array.nanmask import NanMask
-
-            return NanMask(self)
-        if called_from("moment_chunk", 2, 4):
-            # dask's ``d = A - u`` on the way to ``Σ d²``: answered from the banded moments
-            # (with the zeros added in, when zero-filled)
-            deviation = deviation_of(self, ufunc, method, inputs, kwargs)
+        if self.lazy and method == "__call__" and not kwargs:
+            # ``d = A - u`` on the way to ``Σ d²``: answered from the banded moments
+            deviation = deviation_of(self, ufunc, inputs)
             if deviation is not None:
                 return deviation
-        return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
+        return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+
+def _with_zeros(n, mean, m2, size: int):
+    """``(n, mean, M2)`` of values pooled with ``size - n`` zeros (Chan et al.): ``size``
+    values everywhere, mean ``n·mean / size``, ``M2 + n (mean - pooled)² + zeros·pooled²``."""
+    n = np.asarray(n, dtype=np.int64)
+    has = n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(has, n * np.where(has, mean, 0.0) / max(size, 1), 0.0)
+        inside = np.where(has, m2 + n * (mean - pooled) ** 2, 0.0)
+    m2_all = inside + (size - n) * pooled**2
+    return np.broadcast_to(np.int64(size), np.shape(pooled)), pooled, m2_all
 
 
 def cut_values(condition: Any, x: Any, y: Any) -> CutValues | None:
@@ -306,7 +240,7 @@ def cut_values(condition: Any, x: Any, y: Any) -> CutValues | None:
     """
     if not isinstance(condition, Cut) or condition.dtype != np.bool_:
         return None
-    if not isinstance(x, StoredChunk):
+    if not isinstance(x, StoredChunk) or x.decoded:
         return None
     if not same_values(condition.chunk, x):
         return None
@@ -386,3 +320,17 @@ def _band_stats(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int, 
             chunk.u, chunk.spec, axes, lo=band[0], hi=band[1]
         )
     return memo
+
+
+def _comparison_rule(ufunc: Any):
+    def rule(chunk: Any, inputs: tuple) -> Cut | None:
+        if not isinstance(chunk, StoredChunk) or len(inputs) != 2:
+            return None
+        first = inputs[0] is chunk
+        return cut_of(ufunc, chunk, inputs[1 if first else 0], first)
+
+    return rule
+
+
+for _op in COMPARISONS:
+    UFUNC_RULES.setdefault(_op, []).append(_comparison_rule(_op))

@@ -6,19 +6,26 @@ adds ``sum(isnan(x))``. dask fuses those steps into one task per chunk, so each 
 the previous one's result. Here ``np.isnan`` of a stored chunk returns a :class:`NanMask`
 that remembers its chunk, ``~``/``np.logical_not`` flip it, ``np.where(mask, 0, x)`` (or
 ``np.where(~mask, x, 0)``) returns a :class:`NanZeroed` chunk, and the final ``np.sum`` of
-either runs the fused counting or ``nansum`` kernel (:mod:`dfits.array.dispatch`) on the
-stored bytes. Any other use materialises the plain numpy value, exactly as numpy would
+either runs the fused counting or ``nansum`` kernel (the handlers below) on the stored
+bytes. Any other use materialises the plain numpy value, exactly as numpy would
 compute it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
+from dfits._lazy import kernels
+from dfits.array import passes
 from dfits.array.cuts import CutValues
-from dfits.array.stored import Deviation, LazyValues, StoredChunk, _is_basic, _materialize
+from dfits.array.handlers import deviation_sum
+from dfits.array.lazy import UFUNC_RULES, Deviation, LazyValues, _is_basic
+from dfits.array.lazy import materialize as _materialize
+from dfits.array.results import finish, implements, keepdims_partial, shape_out
+from dfits.array.stored import StoredChunk
 
 __all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
 
@@ -31,7 +38,7 @@ class NanMask(LazyValues):
     """
 
     __slots__ = ("chunk", "dtype", "valid")
-    handlers = "HANDLED_MASK"
+    handlers: ClassVar[dict[Any, Any]] = {}
 
     def __init__(
         self, chunk: StoredChunk | CutValues, valid: bool = False, dtype: Any = bool
@@ -55,27 +62,22 @@ class NanMask(LazyValues):
             np.logical_not(mask, out=mask)
         return mask if self.dtype == np.bool_ else mask.astype(self.dtype)
 
-    def __invert__(self) -> Any:
-        if self.dtype != np.bool_:  # bitwise on 0/1 integers: not a negation
-            return np.invert(self.materialize())
-        return NanMask(self.chunk, not self.valid)
-
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
         target = np.dtype(dtype)
-        if target.kind in "biuf" and not kwargs:
+        if target.kind in "biuf" and not kwargs and self.lazy:
             return self if target == self.dtype else NanMask(self.chunk, self.valid, target)
-        return self.materialize().astype(dtype, **kwargs)
+        return self.values().astype(dtype, **kwargs)
 
     def __getitem__(self, index: Any) -> Any:
-        if _is_basic(index):
+        if _is_basic(index) and self.lazy:
             part = self.chunk[index]
             if isinstance(part, StoredChunk | CutValues):
                 return NanMask(part, self.valid, self.dtype)
-        return self.materialize()[index]
+        return self.values()[index]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         negation = ufunc is np.logical_not or (ufunc is np.invert and self.dtype == np.bool_)
-        if negation and method == "__call__" and not kwargs:
+        if negation and method == "__call__" and not kwargs and self.lazy:
             return NanMask(self.chunk, not self.valid)
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
@@ -87,7 +89,7 @@ class NanZeroed(LazyValues):
     """
 
     __slots__ = ("chunk", "zero")
-    handlers = "HANDLED_ZEROED"
+    handlers: ClassVar[dict[Any, Any]] = {}
 
     def __init__(self, chunk: StoredChunk | CutValues | Deviation, zero: Any) -> None:
         self.chunk = chunk
@@ -103,8 +105,7 @@ class NanZeroed(LazyValues):
 
     def materialize(self) -> np.ndarray:
         values = self.chunk.decode()
-        values[np.isnan(values)] = self.zero
-        return values
+        return np.where(np.isnan(values), self.zero, values)
 
 
 def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:
@@ -168,3 +169,89 @@ def _zero_of(other: Any, chunk: StoredChunk) -> Any:
     else:
         return None
     return chunk.dtype.type(value) if value == 0 else None
+
+
+def _isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
+    """``np.isnan`` of a stored chunk, of cut values, or of a square that is NaN exactly
+    where its chunk is (xarray's skipping sum of ``x ** 2``)."""
+    if len(inputs) != 1:
+        return None
+    if isinstance(values, StoredChunk | CutValues):
+        return NanMask(values)
+    if isinstance(values, Deviation) and values.keeps_nan:
+        return NanMask(values.chunk)
+    return None
+
+
+UFUNC_RULES.setdefault(np.isnan, []).append(_isnan_rule)
+
+
+# -- numpy functions on masks and NaN-zeroed chunks -----------------------------------------
+
+
+def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
+    """Per-slice count of the mask's True values (int64), and the reduced axes."""
+    x = m.chunk
+    axes = kernels.normalize_axis(axis, x.ndim)
+    size = math.prod(x.shape[a] for a in axes)
+    if isinstance(x, CutValues) and not x.nan_filled:  # zeros outside the cut: no NaN
+        valid = None
+    elif isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
+        valid = x.counts(axes)
+    elif x.spec.has_missing and x.size:
+        valid = passes.sum_count(x, axes, True)[0]
+    else:
+        valid = None
+    if valid is None:
+        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
+        value = np.broadcast_to(np.int64(size if m.valid else 0), shape)
+    else:
+        value = valid if m.valid else size - np.asarray(valid, dtype=np.int64)
+    return shape_out(x, axes, keepdims, value), axes
+
+
+@implements(NanMask.handlers, np.sum, np.nansum)
+def _mask_sum(m, axis=None, dtype=None, out=None, keepdims=False, **_):
+    value, _ = _mask_count(m, axis, keepdims)
+    if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
+        dtype = np.zeros(0, m.dtype).sum().dtype
+    return keepdims_partial(finish(value, dtype, out), keepdims, out)
+
+
+@implements(NanMask.handlers, np.count_nonzero)
+def _mask_count_nonzero(m, axis=None, *, keepdims=False):
+    value, _ = _mask_count(m, axis, keepdims)
+    return finish(value, np.intp, None)
+
+
+@implements(NanMask.handlers, np.any)
+def _mask_any(m, axis=None, out=None, keepdims=False, **_):
+    value, _ = _mask_count(m, axis, keepdims)
+    return finish(np.asarray(value) > 0, None, out)
+
+
+@implements(NanMask.handlers, np.all)
+def _mask_all(m, axis=None, out=None, keepdims=False, **_):
+    value, axes = _mask_count(m, axis, keepdims)
+    size = math.prod(m.shape[a] for a in axes)
+    return finish(np.asarray(value) == size, None, out)
+
+
+@implements(NanMask.handlers, np.where)
+def _mask_where(condition, x=None, y=None):
+    if x is None or y is None:
+        return NotImplemented
+    zeroed = nan_zeroed(condition, x, y)
+    return NotImplemented if zeroed is None else zeroed
+
+
+@implements(NanZeroed.handlers, np.sum, np.nansum)
+def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
+    x = z.chunk
+    if isinstance(x, Deviation):  # NaN squares as 0: the skipping sum of squares
+        return deviation_sum(x, axis, dtype, out, keepdims, skipna=True)
+    if isinstance(x, CutValues):
+        axes = kernels.normalize_axis(axis, x.ndim)
+        value = shape_out(x, axes, keepdims, x.sums(axes, dtype or x.dtype))
+        return keepdims_partial(finish(value, dtype or x.dtype, out), keepdims, out)
+    return np.nansum(x, axis=axis, dtype=dtype, out=out, keepdims=keepdims)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dfits import kernels
+from dfits._lazy import kernels
 from dfits.array.stored import StoredChunk
 
 __all__ = ["weighted_sums"]
@@ -76,7 +76,7 @@ def _add(parts: Any, axis: Any, keepdims: bool) -> np.ndarray:
 
 
 def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None):
-    if isinstance(block, StoredChunk):
+    if isinstance(block, StoredChunk) and not block.decoded:
         block.spec.check()
         out = kernels.weighted_sums(block.u, block.spec, axis, w, threshold=threshold)
     else:

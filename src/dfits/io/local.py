@@ -59,6 +59,8 @@ class LocalSource:
 
     path: str
     identity: FileIdentity
+    #: chunks are mapped from the page cache, not fetched (see :meth:`map`)
+    mappable = True
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> LocalSource:

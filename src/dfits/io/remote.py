@@ -80,6 +80,9 @@ def _is_http(fs: Any) -> bool:
 class FsspecSource:
     """A file behind any fsspec URL, read by byte ranges."""
 
+    #: chunks are fetched by byte ranges when a value is needed (never mapped)
+    mappable = False
+
     url: str
     storage_options: tuple[tuple[str, Any], ...] = ()
     size: int | None = None

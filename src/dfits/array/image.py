@@ -1,10 +1,11 @@
-"""Dask arrays over an image's data block, built with dask's public ``from_array``.
+"""The image reader: an uncompressed image's data block, read by regions of its numpy shape.
 
-The array-like handed to dask is an :class:`ImageBlock`: a frozen record of (source, data
-offset, shape, decode spec) — a path and a few integers, so each pickled task stays tiny and
-the graph holds no data, no open handle and no memmap. Its ``__getitem__`` maps exactly the
-chunk's bytes and returns a :class:`~dfits.array.stored.StoredChunk` (or, for ``.raw``, the
-big-endian stored values as a zero-copy numpy view).
+An :class:`ImageReader` is a frozen record of (source, data offset, shape, decode spec): a
+path and a few integers, so each pickled task stays tiny and the graph holds no data, no open
+handle and no memmap. :meth:`ImageReader.read` maps exactly a region's bytes (local files) or
+defers fetching them (remote files, :class:`Pending`) and returns a
+:class:`~dfits.array.stored.StoredChunk` (or, for ``.raw``, the big-endian stored values as a
+zero-copy numpy view). It implements :class:`dfits.array.reader.Reader`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from numpy.lib.stride_tricks import as_strided
 from dfits.array.stored import StoredChunk
 from dfits.io.ranges import bounding, region_runs
 
-__all__ = ["ImageBlock", "Pending", "dask_array"]
+__all__ = ["ImageReader", "Pending"]
 
 
 @dataclass(frozen=True)
-class ImageBlock:
+class ImageReader:
     """The data block of one image HDU, addressable by slices of its numpy shape."""
 
     source: Any
@@ -68,15 +69,13 @@ class ImageBlock:
         dense = nbytes == math.prod(counts) * self.spec.itemsize
         return self.offset + first, nbytes, tuple(counts), dense
 
-    def __getitem__(self, index: Any) -> Any:
-        if not isinstance(index, tuple):
-            index = (index,)
-        index = index + (slice(None),) * (self.ndim - len(index))
+    def read(self, index: tuple[slice, ...]) -> Any:
+        """The stored values of the step-1 region ``index`` (one slice per axis)."""
         start, nbytes, counts, dense = self.region(index)
         view_dtype = np.dtype(f"u{self.spec.itemsize}")
         if nbytes == 0:
             u = np.empty(counts, view_dtype)
-        elif not hasattr(self.source, "identity"):
+        elif not self.source.mappable:
             # Remote: nothing is fetched until a value is needed, and then only the runs of
             # the region left after dask's own slicing of the chunk (a spectrum through a
             # cube reads its pixels, not its chunks).
@@ -111,7 +110,7 @@ class ImageBlock:
 class Pending:
     """A region of an image block not read yet: step-1 ``region`` then ``post`` (an index)."""
 
-    block: ImageBlock
+    block: ImageReader
     region: tuple[slice, ...]
     post: tuple[Any, ...] | None
     shape: tuple[int, ...]
@@ -141,23 +140,3 @@ class Pending:
         # the shape of ``post`` applied to the bounding region, without any data
         shape = as_strided(np.zeros(1, np.uint8), inner, (0,) * len(inner))[rel].shape
         return Pending(self.block, tuple(region), rel, shape)
-
-
-def dask_array(block: ImageBlock, chunks: tuple[tuple[int, ...], ...], name: str):
-    """Return the lazy dask array of ``block`` with explicit ``chunks`` and dask ``name``."""
-    import dask.array as da
-
-    from dfits.array.dispatch import register_dask_hooks
-
-    register_dask_hooks()
-    meta = np.empty((0,) * block.ndim, dtype=block.dtype)
-    return da.from_array(
-        block,
-        chunks=chunks,
-        name=name,
-        lock=False,
-        asarray=False,
-        fancy=False,
-        meta=meta,
-        inline_array=False,
-    )

@@ -1,0 +1,277 @@
+"""numpy functions on stored chunks and their deviations → fused kernel passes.
+
+Each handler has numpy's signature and numpy's result semantics (dtype, NaN propagation,
+``keepdims``), so dask's chunk, combine and aggregate steps (or anything else calling numpy
+on a chunk) cannot tell a stored chunk from a decoded one. Sums of floating data accumulate
+in float64 (more accurate than numpy's float32 pairwise sum) and come back in the dtype asked
+for. Kernel passes are memoised on the chunk (:mod:`dfits.array.passes`): a count then a sum,
+a mean then a variance, or an extreme then its index read the stored bytes once or twice,
+never more, whoever asks.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from dfits._lazy import kernels
+from dfits.array import passes
+from dfits.array.lazy import Deviation, materialize
+from dfits.array.results import axes_of, finish, implements, keepdims_partial, shape_out
+from dfits.array.stored import HANDLED, StoredChunk
+
+__all__ = ["count", "moment_stat", "with_nan"]
+
+
+# -- metadata: answered without decoding ----------------------------------------------------
+
+
+@implements(HANDLED, np.ndim)
+def _ndim(x):
+    return x.ndim
+
+
+@implements(HANDLED, np.shape)
+def _shape(x):
+    return x.shape
+
+
+@implements(HANDLED, np.size)
+def _size(x, axis=None):
+    return x.size if axis is None else x.shape[axis]
+
+
+@implements(HANDLED, np.result_type)
+def _result_type(*arrays_and_dtypes):
+    return np.result_type(
+        *(a.dtype if isinstance(a, StoredChunk) else a for a in arrays_and_dtypes)
+    )
+
+
+# -- sums and counts --------------------------------------------------------------------------
+
+
+def _sum(x: StoredChunk, axis, dtype, out, keepdims, skipna: bool):
+    axes, _ = axes_of(x, axis)
+    if kernels.is_integer_kind(x.spec):
+        x.spec.check()
+        value = kernels.integer_sum(x.u, x.spec, axes)
+    else:
+        value = passes.total(x, axes, skipna, dtype)
+    return keepdims_partial(finish(shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+@implements(HANDLED, np.sum)
+def _np_sum(x, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _sum(x, axis, dtype, out, keepdims, skipna=False)
+
+
+@implements(HANDLED, np.nansum)
+def _np_nansum(x, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return _sum(x, axis, dtype, out, keepdims, skipna=True)
+
+
+def count(x: StoredChunk, skipna: bool, axis=None, keepdims=False, dtype=None):
+    """Per-slice numbers of values (``skipna``: of values that are not NaN or BLANK).
+
+    Without anything to skip every count is the same: a read-only broadcast, not a map of
+    fresh memory per chunk (dask only adds and divides by counts). Skipping counts come
+    from the sum pass, which a NaN-skipping mean asks for next.
+    """
+    axes, size = axes_of(x, axis)
+    dtype = np.float64 if dtype is None else dtype
+    if not skipna or not x.spec.has_missing:
+        shape = tuple(
+            1 if ax in axes else n for ax, n in enumerate(x.shape) if keepdims or ax not in axes
+        )
+        value = np.broadcast_to(np.asarray(size, dtype=dtype), shape)
+        return keepdims_partial(finish(value, None, None), keepdims, None)
+    n = passes.sum_count(x, axes, True)[0]
+    return keepdims_partial(finish(shape_out(x, axes, keepdims, n), dtype, None), keepdims, None)
+
+
+# -- means and variances ----------------------------------------------------------------------
+
+
+def moment_stat(x: StoredChunk, axis, dtype, out, keepdims, ddof, skipna: bool, kind: str):
+    """``mean``, ``var`` or ``std`` of a chunk over ``axis`` (numpy's NaN and dtype rules)."""
+    axes, _ = axes_of(x, axis)
+    if kind == "mean":
+        n, total = passes.sum_count(x, axes, skipna)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+    else:
+        n, _, m2 = passes.moments(x, axes, skipna)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = np.where(n - ddof > 0, m2 / np.maximum(n - ddof, 1), np.nan)
+            if kind == "std":
+                value = np.sqrt(value)
+    if skipna and np.any(np.asarray(n) - (0 if kind == "mean" else ddof) <= 0):
+        what = "Mean of empty slice" if kind == "mean" else "Degrees of freedom <= 0 for slice."
+        warnings.warn(what, RuntimeWarning, stacklevel=4)
+    if dtype is None:
+        dtype = x.dtype if x.dtype.kind == "f" else np.float64
+    return finish(shape_out(x, axes, keepdims, value), dtype, out)
+
+
+def _stat(kind: str, skipna: bool):
+    def handler(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
+        return moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind)
+
+    return handler
+
+
+for _func, _kind, _skip in (
+    (np.mean, "mean", False),
+    (np.nanmean, "mean", True),
+    (np.var, "var", False),
+    (np.nanvar, "var", True),
+    (np.std, "std", False),
+    (np.nanstd, "std", True),
+):
+    HANDLED[_func] = _stat(_kind, _skip)
+
+
+# -- extrema and their indices ----------------------------------------------------------------
+
+
+def _extreme(x: StoredChunk, axis, out, keepdims, want_max: bool, skipna: bool):
+    axes, size = axes_of(x, axis)
+    if x.size == 0 or size == 0:
+        name = "maximum" if want_max else "minimum"
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    val, valid, nans = passes.extrema(x, axes, want_max)
+    none_valid = np.asarray(valid) == 0
+    missing = none_valid | (np.asarray(nans) > 0 if not skipna else False)
+    val = with_nan(val, missing, x.dtype)
+    if skipna and np.any(none_valid):
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+    return finish(shape_out(x, axes, keepdims, val), None, out)
+
+
+def with_nan(val, missing, dtype: np.dtype):
+    """The extremes in ``dtype`` with NaN where ``missing``."""
+    if np.any(missing):
+        val = np.asarray(val).astype(dtype, copy=True)
+        val[missing] = np.nan
+    return val
+
+
+def _extreme_handler(want_max: bool, skipna: bool):
+    def handler(x, axis=None, out=None, keepdims=False, **_):
+        return _extreme(x, axis, out, keepdims, want_max, skipna)
+
+    return handler
+
+
+def _arg(x: StoredChunk, axis, out, keepdims, want_max: bool, skipna: bool):
+    if axis is not None and np.ndim(axis) != 0:
+        raise TypeError("argmin/argmax take a single axis or None")
+    axes, _ = axes_of(x, axis)
+    if x.size == 0:
+        raise ValueError(
+            f"attempt to get {'argmax' if want_max else 'argmin'} of an empty sequence"
+        )
+    _, idx, nanidx = passes.indexed(x, axes, want_max)
+    if skipna:
+        if np.any(idx < 0):
+            raise ValueError("All-NaN slice encountered")
+        res = idx
+    else:
+        res = np.where(nanidx >= 0, nanidx, idx)  # numpy's arg* return the first NaN
+    res = shape_out(x, axes, keepdims, np.asarray(res, dtype=np.intp))
+    return finish(res, None, out)
+
+
+def _arg_handler(want_max: bool, skipna: bool):
+    def handler(x, axis=None, out=None, keepdims=False, **_):
+        return _arg(x, axis, out, keepdims, want_max, skipna)
+
+    return handler
+
+
+for _want_max, _skip, _funcs, _args in (
+    (True, False, (np.max, np.amax), np.argmax),
+    (False, False, (np.min, np.amin), np.argmin),
+    (True, True, (np.nanmax,), np.nanargmax),
+    (False, True, (np.nanmin,), np.nanargmin),
+):
+    for _f in _funcs:
+        HANDLED[_f] = _extreme_handler(_want_max, _skip)
+    HANDLED[_args] = _arg_handler(_want_max, _skip)
+
+
+# -- sums of squared deviations ---------------------------------------------------------------
+
+
+def deviation_sum(d: Deviation, axis=None, dtype=None, out=None, keepdims=False, skipna=False):
+    """``Σ (x - c)²`` from the chunk's moments: ``M2 + n (mean - c)²`` (exact identity)."""
+    if d.power != 2:
+        return NotImplemented
+    x = d.chunk
+    axes, _ = axes_of(x, axis)
+    if isinstance(x, StoredChunk):
+        n, mean, m2 = passes.moments(x, axes, skipna)
+    else:  # the values inside a threshold cut
+        n, mean, m2 = x.pooled_moments(axes, skipna)
+    centre = _centre(d.centre, x.ndim, axes)
+    rdtype = np.dtype(np.float64 if dtype is None else dtype)
+    with np.errstate(invalid="ignore"):
+        shift = np.subtract(mean, centre, dtype=np.float64)
+        value = m2 + np.asarray(n) * (shift * shift)
+    value = np.where(np.asarray(n) > 0, value, 0.0)
+    if isinstance(x, StoredChunk) and d.keeps_nan and x.spec.is_float:
+        _infinite_squares(x, axes, skipna, value)
+    value = shape_out(x, axes, keepdims, value.astype(rdtype, copy=False))
+    return keepdims_partial(finish(value, dtype, out), keepdims, out)
+
+
+def _centre(centre, ndim: int, axes: tuple[int, ...]):
+    """The centre over the kept axes (it must be constant along the reduced ones, as dask's
+    mean is), or None when it varies along them and the identity does not apply."""
+    c = np.asarray(centre)
+    if c.ndim == 0:
+        return c
+    c = c.reshape((1,) * (ndim - c.ndim) + c.shape)
+    if any(c.shape[a] != 1 for a in axes):
+        return None
+    return c.reshape(tuple(n for i, n in enumerate(c.shape) if i not in axes))
+
+
+def _infinite_squares(x: StoredChunk, axes: tuple[int, ...], skipna: bool, value) -> None:
+    """Set the sums of squares that an infinite value makes infinite (numpy's ``inf``).
+
+    ``M2 + n·mean²`` is NaN there (``inf - inf`` in the moments), and numpy's sum of
+    ``(x - c) ** 2`` is ``inf`` unless a NaN is summed too. Only slices whose sum came out
+    NaN are looked at, with the value-only extrema kernel, and only when there are any.
+    """
+    bad = np.isnan(value)
+    if not bad.any():
+        return
+    top = passes.extrema(x, axes, True)
+    low = passes.extrema(x, axes, False)
+    infinite = (np.isinf(top[0]) & (np.asarray(top[1]) > 0)) | (
+        np.isinf(low[0]) & (np.asarray(low[1]) > 0)
+    )
+    if not skipna:
+        infinite &= np.asarray(top[2]) == 0
+    value[bad & infinite] = np.inf
+
+
+def _deviation_handler(skipna: bool):
+    def handler(d, axis=None, dtype=None, out=None, keepdims=False, **_):
+        if _centre(d.centre, d.ndim, axes_of(d, axis)[0]) is None:
+            return NotImplemented
+        return deviation_sum(d, axis, dtype, out, keepdims, skipna)
+
+    return handler
+
+
+Deviation.handlers[np.sum] = _deviation_handler(False)
+Deviation.handlers[np.nansum] = _deviation_handler(True)
+
+
+@implements(HANDLED, np.concatenate)
+def _np_concatenate(arrays, axis=0, out=None, **kwargs):
+    return np.concatenate(materialize(list(arrays)), axis=axis, out=out, **kwargs)

@@ -1,0 +1,100 @@
+"""Memoised kernel passes over a stored chunk.
+
+Each function runs one fused kernel over a chunk's stored bytes and keeps the result on the
+chunk, keyed by what was asked (axes, NaN rule, band), so that related requests answer from
+one pass: a count then a sum, a mean then a variance, an extreme then its index. Nothing here
+knows who asks; a request that a memoised pass cannot answer runs the pass it needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dfits._lazy import kernels
+from dfits.array.stored import StoredChunk
+
+__all__ = ["extrema", "indexed", "moments", "sum_count", "total"]
+
+
+def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
+    """``(n, total)`` of the chunk over ``axes``: float64 sums and int64 counts.
+
+    Answered from memoised moments when there are any (``total = n·mean``).
+    """
+    memo = x._memo.get(("sum", axes, skipna))
+    if memo is None:
+        if ("moments", axes, skipna) in x._memo:
+            return x._memo.setdefault(("sum", axes, skipna), _from_moments(x, axes, skipna))
+        x.spec.check()
+        total_, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
+        memo = x._memo[("sum", axes, skipna)] = (n, total_)
+    return memo
+
+
+def moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
+    """``(n, mean, M2)`` of the chunk over ``axes`` (one pass of the moments kernel)."""
+    key = ("moments", axes, skipna)
+    memo = x._memo.get(key)
+    if memo is None:
+        x.spec.check()
+        memo = x._memo[key] = kernels.moments(x.u, x.spec, axes, skipna=skipna)
+    return memo
+
+
+def _from_moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
+    n, mean, _ = x._memo[("moments", axes, skipna)]
+    with np.errstate(invalid="ignore"):
+        value = np.multiply(mean, n, dtype=np.float64)
+    value = np.asarray(value)
+    value[np.broadcast_to(np.asarray(n) <= 0, value.shape)] = 0.0  # empty slices sum to 0
+    return n, value
+
+
+def total(x: StoredChunk, axes: tuple[int, ...], skipna: bool, dtype=None):
+    """The chunk's sums over ``axes``: float64, or float32 straight from the kernel.
+
+    A float32 sum asked first is stored in float32 by the kernel (dask's combine casts every
+    partial to the dtype it asked for before adding, so nothing is lost), which halves the
+    fresh memory a moment map's chunk step fills; sums already worked out are reused.
+    """
+    narrow = dtype is not None and np.dtype(dtype) == np.float32
+    if narrow and ("sum", axes, skipna) not in x._memo and ("moments", axes, skipna) not in x._memo:
+        x.spec.check()
+        return kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=np.float32, counts=False)[
+            0
+        ]
+    return sum_count(x, axes, skipna)[1]
+
+
+def extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
+    """``(value, valid count, NaN count)`` of the chunk's extremes over ``axes``.
+
+    The value-only kernel; answered from the indexed pass when that is memoised.
+    """
+    memo = x._memo.get(("indexed", axes, want_max))
+    if memo is not None:
+        val, idx, nanidx = memo
+        # indexed kernel: idx is -1 where a slice has no valid value, nanidx the first NaN
+        return val, (idx >= 0).astype(np.int64), (nanidx >= 0).astype(np.int64)
+    key = ("extrema", axes, want_max)
+    memo = x._memo.get(key)
+    if memo is None:
+        x.spec.check()
+        memo = x._memo[key] = kernels.extrema(
+            x.u, x.spec, axes, want_max=want_max, with_index=False
+        )
+    return memo
+
+
+def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
+    """``(value, index, first NaN index)`` of the chunk's extremes over ``axes``.
+
+    Indices are flat over the reduced axes; -1 where a slice has no valid value (``index``)
+    or no NaN (``first NaN index``).
+    """
+    key = ("indexed", axes, want_max)
+    memo = x._memo.get(key)
+    if memo is None:
+        x.spec.check()
+        memo = x._memo[key] = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
+    return memo

@@ -1,0 +1,85 @@
+"""The stored chunk's contract: kernels for what they answer, numpy's ndarray for the rest."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from dfits.array import hooks
+from dfits.array.stored import StoredChunk
+from dfits.format.dtypes import parse_decode_spec
+
+
+@pytest.fixture
+def chunk():
+    hooks.register()  # the handler tables
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 5.5
+    values[0, 1, 2] = np.nan
+    raw = values.astype(">f4").view("=u4")  # the stored bytes, as kernels read them
+    return StoredChunk(raw, parse_decode_spec(-32)[0]), values
+
+
+def test_reductions_answer_from_the_stored_bytes(chunk):
+    c, values = chunk
+    np.testing.assert_allclose(np.nansum(c, axis=0), np.nansum(values, axis=0))
+    np.testing.assert_allclose(c.std(axis=(1, 2)), values.std(axis=(1, 2)), equal_nan=True)
+    assert np.ndim(c) == 3
+    assert np.shape(c) == (2, 3, 4)
+    assert np.result_type(c, np.float64) == np.float64
+    assert not c.decoded
+
+
+def test_reading_the_values_decodes_once_read_only(chunk):
+    c, values = chunk
+    a = np.asarray(c)
+    assert np.shares_memory(a, np.asarray(c))  # decoded once
+    assert not a.flags.writeable
+    assert a.dtype.isnative
+    np.testing.assert_array_equal(a, values)
+    np.testing.assert_array_equal(c.view(np.uint32), values.view(np.uint32))
+    np.testing.assert_array_equal(c.byteswap(), values.byteswap())
+    assert c.tobytes() == values.tobytes()
+    assert c.__array_interface__["shape"] == (2, 3, 4)
+    # still stored: later reductions run the kernels (the same values)
+    assert not c.decoded
+    np.testing.assert_array_equal(np.array(c, copy=True), values)
+    assert np.array(c, copy=True).flags.writeable
+
+
+def test_writing_makes_the_values_the_chunks_own(chunk):
+    c, values = chunk
+    c[0, 0, 0] = 100.0
+    assert c.decoded
+    values = values.copy()
+    values[0, 0, 0] = 100.0
+    np.testing.assert_allclose(np.nansum(c), np.nansum(values))
+    c += 1
+    np.multiply(c, 2, out=c)
+    c.sort(axis=2)
+    want = np.sort((values + 1) * 2, axis=2)
+    np.testing.assert_array_equal(np.asarray(c), want)
+    assert np.asarray(c).flags.writeable
+
+
+def test_pickles_stored_or_decoded(chunk):
+    c, values = chunk
+    back = pickle.loads(pickle.dumps(c))
+    assert isinstance(back, StoredChunk)
+    np.testing.assert_array_equal(np.asarray(back), values)
+    c[0, 0, 0] = 1.0
+    assert type(pickle.loads(pickle.dumps(c))) is np.ndarray
+
+
+def test_slices_stay_stored_and_fancy_indexing_decodes(chunk):
+    c, values = chunk
+    part = c[1, :, 1:3]
+    assert isinstance(part, StoredChunk)
+    np.testing.assert_array_equal(np.asarray(part), values[1, :, 1:3])
+    np.testing.assert_array_equal(c[[0, 1], 0], values[[0, 1], 0])
+    assert c[1, 2, 3] == values[1, 2, 3]
+    assert c.flags.owndata
+    assert c.strides == values.strides
+    with pytest.raises(AttributeError):
+        c.mask  # noqa: B018
