@@ -67,23 +67,19 @@ def _axes(text: str | None, ndim: int) -> Any:
 
 def _cmd_stats(args: argparse.Namespace) -> int:
     import dask
-    import dask.array as da
     import numpy as np
     from dask.diagnostics import ProgressBar
 
     import dfits
+    from dfits.array import reduce
 
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
     x = hdu.data
     axis = _axes(args.axis, x.ndim)
-    exprs = {
-        "count": _valid_count(x, axis),
-        "sum": da.nansum(x, axis=axis),
-        "mean": da.nanmean(x, axis=axis),
-        "std": da.nanstd(x, axis=axis),
-        "min": da.nanmin(x, axis=axis),
-        "max": da.nanmax(x, axis=axis),
-    }
+    # the reductions dfits owns: one fused kernel pass per chunk and statistic
+    names = {"count": "count", "sum": "nansum", "mean": "nanmean", "std": "nanstd"}
+    names |= {"min": "nanmin", "max": "nanmax"}
+    exprs = {name: reduce(x, how, axis=axis) for name, how in names.items()}
     print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
     show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
     with show, dask.config.set(scheduler="threads"):
@@ -93,21 +89,6 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         text = f"{value.item():.8g}" if value.ndim == 0 else f"array {value.shape}: {value}"
         print(f"  {name:<6} {text}")
     return 0
-
-
-def _valid_count(x: Any, axis: Any) -> Any:
-    """Count of non-missing values through dask's ``nannumel`` (fused for stored chunks)."""
-    import dask.array as da
-    import numpy as np
-    from dask.array.reductions import nannumel
-
-    def chunk(block: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return nannumel(block, axis=axis, keepdims=keepdims, dtype=np.int64)
-
-    def aggregate(parts: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.int64)
-
-    return da.reduction(x, chunk, aggregate, axis=axis, dtype=np.int64, concatenate=True)
 
 
 class _Null:

@@ -288,14 +288,15 @@ def _moment0_and_spectrum(
 ) -> tuple[np.ndarray, Any]:
     """The moment-0 image (float64) and mean spectrum of a cube; an image and None in 2-D."""
     if full:
-        import dask.array as da
-
+        from dfits.array import reduce
         from dfits.jupyter.progress import compute
 
         data = hdu.data[lead] if lead else hdu.data
         if len(steps) == 3:
             image, spectrum = compute(
-                da.nansum(data, axis=0), da.nanmean(data, axis=(1, 2)), progress=False
+                reduce(data, "nansum", axis=0),
+                reduce(data, "nanmean", axis=(1, 2)),
+                progress=False,
             )
         else:
             (image,) = compute(data, progress=False)
@@ -383,14 +384,13 @@ def _channel_means(
 ) -> tuple[list[Any], list[np.ndarray]]:
     """Mean maps of ``n`` equal channel groups, and each group's channels in the file."""
     if full:
-        import dask.array as da
-
+        from dfits.array import reduce
         from dfits.jupyter.progress import compute
 
         data = hdu.data[lead] if lead else hdu.data
         groups = np.array_split(np.arange(data.shape[0]), min(n, data.shape[0]))
         maps = compute(
-            *[da.nanmean(data[g[0] : g[-1] + 1], axis=0) for g in groups], progress=False
+            *[reduce(data[g[0] : g[-1] + 1], "nanmean", axis=0) for g in groups], progress=False
         )
         return list(maps), list(groups)
     cube = _read(hdu, steps, lead)

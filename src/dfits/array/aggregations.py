@@ -1,0 +1,158 @@
+"""Reductions dfits owns: a table of chunk / combine / finalize triples on ``da.reduction``.
+
+Each :class:`Aggregation` (the flox and dask pattern) says what one chunk contributes (a
+dict of partials, kept dims), how two contributions combine (associatively, in block order),
+and how the combined partials become the result. A chunk that is a stored chunk gets its
+partials from one fused kernel pass over its stored bytes (:mod:`dfits.array.passes`); any
+other block (numpy, an in-memory cube, a rechunked array) gets them from numpy, in float64.
+So the accessor, the CLI and quicklook ask for exactly the pass they need, and the plain dask
+API (``x.std()``) stays available for everything else.
+
+Examples
+--------
+>>> import dask.array as da, numpy as np
+>>> x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=(1, 2))
+>>> float(reduce(x, "std").compute()) == float(np.std(np.arange(12.0)))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dfits._lazy import kernels
+from dfits.array import steps as m
+from dfits.array.stored import StoredChunk
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+__all__ = ["AGGREGATIONS", "Aggregation", "reduce"]
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One reduction: ``chunk(block, axes, skipna) -> partials``, ``combine(a, b)``,
+    ``finalize(partials, size, **options) -> values`` (kept dims) and the result dtype."""
+
+    name: str
+    chunk: Callable[..., dict[str, np.ndarray]]
+    combine: Callable[[dict, dict], dict]
+    finalize: Callable[..., np.ndarray]
+    dtype: Callable[[np.dtype], np.dtype]
+    skipna: bool = False
+
+
+def _float(dtype: np.dtype) -> np.dtype:
+    return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+
+
+AGGREGATIONS: dict[str, Aggregation] = {}
+
+
+def _entry(name: str, chunk, combine, finalize, dtype, skipna: bool = False) -> None:
+    AGGREGATIONS[name] = Aggregation(name, chunk, combine, finalize, dtype, skipna)
+
+
+for _skip in (False, True):
+    _p = "nan" if _skip else ""
+    _entry(f"{_p}sum", m.sum_chunk, m.sum_combine, m.sum_finalize, m.sum_dtype, _skip)
+    _entry(f"{_p}mean", m.sum_chunk, m.sum_combine, m.mean_finalize, _float, _skip)
+    _entry(f"{_p}var", m.moment_chunk, m.moment_combine, m.var_finalize, _float, _skip)
+    _entry(f"{_p}std", m.moment_chunk, m.moment_combine, m.std_finalize, _float, _skip)
+    _entry(f"{_p}max", m.max_chunk, m.max_combine, m.extreme_finalize, np.dtype, _skip)
+    _entry(f"{_p}min", m.min_chunk, m.min_combine, m.extreme_finalize, np.dtype, _skip)
+_entry("count", m.sum_chunk, m.sum_combine, m.count_finalize, lambda _: np.dtype(np.int64), True)
+
+
+def reduce(
+    x: da.Array,
+    how: str,
+    axis: int | tuple[int, ...] | None = None,
+    *,
+    keepdims: bool = False,
+    split_every: int | None = None,
+    band: tuple[float, float] | None = None,
+    **options: Any,
+) -> da.Array:
+    """Reduce ``x`` over ``axis`` with the table's ``how`` entry, one kernel pass per chunk.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        A dfits array (fused kernels on the stored bytes) or any dask array (numpy).
+    how : str
+        A key of :data:`AGGREGATIONS`: ``sum``, ``mean``, ``var``, ``std``, ``min``, ``max``
+        and their ``nan`` forms, and ``count`` (values that are not NaN or BLANK).
+    axis : int or tuple of int, optional
+        The axes reduced (all by default).
+    keepdims : bool
+        Keep the reduced axes with length one.
+    split_every : int, optional
+        dask's tree-reduction fan-in.
+    band : (float, float), optional
+        Only values inside the closed band take part (as ``x.where((x >= lo) & (x <= hi))``
+        reduced with the ``nan`` entries): threshold masks on the stored bytes.
+    **options
+        ``ddof`` for ``var``/``std``.
+
+    Returns
+    -------
+    dask.array.Array
+        The lazy result, with numpy's dtype for the reduction.
+    """
+    import dask.array as da
+
+    agg = AGGREGATIONS[how]
+    axes = kernels.normalize_axis(axis, x.ndim)
+    dtype = agg.dtype(x.dtype)
+    skipna = agg.skipna or band is not None
+    size = int(np.prod([x.shape[a] for a in axes]))
+    if size == 0 and how.lstrip("n").lstrip("a") in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
+    options = {**options, "skipna": skipna}
+    out_ndim = x.ndim if keepdims else x.ndim - len(axes)
+    return da.reduction(
+        x,
+        functools.partial(_chunk, agg, skipna, band),
+        functools.partial(_aggregate, agg, size, dtype, options),
+        combine=functools.partial(_combine, agg),
+        axis=axes,
+        keepdims=keepdims,
+        dtype=dtype,
+        split_every=split_every,
+        concatenate=False,
+        meta=np.empty((0,) * out_ndim, dtype),
+        name=f"dfits-{how}",
+    )
+
+
+def _chunk(agg, skipna, band, block, axis, keepdims, computing_meta=False, **_):
+    if computing_meta:
+        return block
+    if isinstance(block, StoredChunk) and not block.decoded:
+        block.spec.check()
+    return agg.chunk(block, tuple(axis), skipna, band)
+
+
+def _flat(parts: Any) -> list[dict]:
+    if isinstance(parts, dict):
+        return [parts]
+    return [p for item in parts for p in _flat(item)]
+
+
+def _combine(agg, parts, axis, keepdims, computing_meta=False, **_):
+    return functools.reduce(agg.combine, _flat(parts))
+
+
+def _aggregate(agg, size, out_dtype, options, parts, axis, keepdims, computing_meta=False, **_):
+    if computing_meta:
+        return parts
+    value = agg.finalize(functools.reduce(agg.combine, _flat(parts)), size, **options)
+    value = np.asarray(value).astype(out_dtype, copy=False)
+    return value if keepdims else value.squeeze(axis=tuple(axis))

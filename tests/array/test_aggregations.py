@@ -1,0 +1,120 @@
+"""The reductions dfits owns: every table entry equals numpy, on dfits and numpy-backed arrays."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dfits.array import AGGREGATIONS, reduce
+from tests.array.helpers import float32_cube, replan
+
+ORACLES = {
+    "sum": np.sum,
+    "nansum": np.nansum,
+    "mean": np.mean,
+    "nanmean": np.nanmean,
+    "var": np.var,
+    "nanvar": np.nanvar,
+    "std": np.std,
+    "nanstd": np.nanstd,
+    "max": np.max,
+    "nanmax": np.nanmax,
+    "min": np.min,
+    "nanmin": np.nanmin,
+    "count": lambda a, axis: np.sum(~np.isnan(a), axis=axis),
+}
+
+
+def test_every_entry_has_an_oracle():
+    assert set(AGGREGATIONS) == set(ORACLES)
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory):
+    return float32_cube(tmp_path_factory.mktemp("agg"), (10, 14, 18), (3, 7, 18), (2, 3, 4), 5)
+
+
+def _quiet(func, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return func(*args, **kwargs)
+
+
+def _check(got, want, dtype):
+    assert type(got) is np.ndarray or np.isscalar(got)
+    assert np.asarray(got).dtype == np.asarray(want).dtype or dtype.kind == "f"
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, equal_nan=True)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    how=st.sampled_from(sorted(ORACLES)),
+    axis=st.sampled_from([None, 0, 1, 2, (0, 1), (1, 2), (0, 2)]),
+    chunks=st.tuples(st.integers(1, 10), st.integers(2, 14), st.integers(5, 18)),
+    backed=st.booleans(),
+)
+def test_entries_match_numpy(cube, how, axis, chunks, backed):
+    x, data = cube
+    z = replan(x, chunks, "agg") if backed else da.from_array(data, chunks=chunks)
+    got = _quiet(lambda: reduce(z, how, axis=axis).compute())
+    want = _quiet(ORACLES[how], data.astype(np.float64), axis=axis)
+    _check(got, want, np.dtype(np.float32))
+
+
+def test_keepdims_and_ddof(cube):
+    x, data = cube
+    got = _quiet(lambda: reduce(x, "nanstd", axis=(1, 2), keepdims=True, ddof=1).compute())
+    want = _quiet(np.nanstd, data.astype(float), axis=(1, 2), keepdims=True, ddof=1)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_bands_reduce_the_values_inside(cube):
+    x, data = cube
+    inside = np.where((data >= 0.2) & (data <= 1.5), data.astype(float), np.nan)
+    for how in ("nansum", "nanmean", "nanstd", "nanmax", "count"):
+        got = _quiet(lambda how=how: reduce(x, how, axis=0, band=(0.2, 1.5)).compute())
+        np.testing.assert_allclose(got, _quiet(ORACLES[how], inside, axis=0), rtol=1e-5,
+                                   atol=1e-6, equal_nan=True, err_msg=how)  # fmt: skip
+
+
+def test_one_kernel_pass_per_chunk(cube, monkeypatch, no_decode):
+    from dfits import kernels
+
+    x, _ = cube
+    calls = []
+    real = kernels.moments
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "moments", spy)
+    _quiet(lambda: reduce(x, "nanstd", axis=0).compute())
+    assert len(calls) == x.npartitions
+
+
+def test_integer_sums_are_exact(tmp_path):
+    from astropy.io import fits
+
+    import dfits
+
+    data = np.full((4, 5), 2**40 + 1, dtype=np.int64)
+    path = tmp_path / "i8.fits"
+    fits.PrimaryHDU(data).writeto(path)
+    x = dfits.open(path, chunks=(1, 5))[0].data
+    got = reduce(x, "sum").compute()
+    assert got.dtype == np.int64
+    assert int(got) == int(data.sum())
+
+
+def test_empty_extremes_raise_as_numpy():
+    with pytest.raises(ValueError, match="zero-size"):
+        reduce(da.zeros((0, 3)), "max", axis=0)
