@@ -77,8 +77,7 @@ def _timed(label: str, func):
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo; returns the process exit code."""
+def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[int, ...]]:
     parser = argparse.ArgumentParser(prog="dfits demo", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--shape",
@@ -91,9 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     shape = tuple(int(v) for v in args.shape.split(","))
     if len(shape) != 3 or min(shape) <= 0:
         parser.error("--shape needs three positive integers")
+    return args, shape
 
-    import dask.array as da
 
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; returns the process exit code."""
+    args, shape = _parse(argv)
     import dfits
 
     folder = args.dir or tempfile.mkdtemp(prefix="dfits-demo-")
@@ -103,50 +105,59 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _timed(f"write {path}", lambda: make_cube(path, shape))
         f = _timed("dfits.open (headers only)", lambda: dfits.open(path))
-        hdu = f[0]
-        cube = hdu.data
-        print(f"  {hdu!r}; {cube.npartitions} chunks of {cube.chunksize}")
-        # run every step once on a tiny corner first: the timings below are then I/O and
-        # compute, not Numba compiling each kernel variant on first use
-        corner = cube[:8, :16, :16]
-        # two chunks along the channels, so that combining peak-channel partials compiles too
-        split = hdu.to_dask(chunks=(4, 32, 32))[:8, :32, :32]
-        _timed(
-            "first calls (compile the kernels)",
-            lambda: da.compute(
-                da.nanargmax(split, axis=0),
-                da.nansum(corner, axis=0),
-                da.nanmean(corner, axis=(1, 2)),
-                da.nanmax(corner),
-                da.nanstd(corner),
-                hdu.section[:2, :2, :2],
-            ),
-        )
-        mom0 = _timed(
-            "moment-0 map: nansum over channels",
-            lambda: da.nansum(cube, axis=0).compute() * 0.5e6 / 1e9,
-        )
-        spec = _timed(
-            "spectrum: nanmean over the sky", lambda: da.nanmean(cube, axis=(1, 2)).compute()
-        )
-        peakmap = _timed(
-            "peak-channel map: nanargmax over channels",
-            lambda: da.nanargmax(cube, axis=0).compute(),
-        )
-        peak = _timed(
-            "peak and noise: nanmax, nanstd",
-            lambda: da.compute(da.nanmax(cube), da.nanstd(cube[-16:])),
-        )
-        stamp = _timed(
-            "cut-out 64x64 through hdu.section",
-            lambda: hdu.section[
-                :, shape[1] // 2 - 32 : shape[1] // 2 + 32, shape[2] // 2 - 32 : shape[2] // 2 + 32
-            ],
-        )
+        results = _reduce(f[0], shape)
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)
+    _report(*results)
+    return 0
 
+
+def _reduce(hdu, shape: tuple[int, ...]):
+    """The demo's reductions, each timed: moment-0 and peak-channel maps, a spectrum, the
+    peak and noise, a cut-out."""
+    import dask.array as da
+
+    cube = hdu.data
+    print(f"  {hdu!r}; {cube.npartitions} chunks of {cube.chunksize}")
+    # run every step once on a tiny corner first: the timings below are then I/O and
+    # compute, not Numba compiling each kernel variant on first use
+    corner = cube[:8, :16, :16]
+    # two chunks along the channels, so that combining peak-channel partials compiles too
+    split = hdu.to_dask(chunks=(4, 32, 32))[:8, :32, :32]
+    _timed(
+        "first calls (compile the kernels)",
+        lambda: da.compute(
+            da.nanargmax(split, axis=0),
+            da.nansum(corner, axis=0),
+            da.nanmean(corner, axis=(1, 2)),
+            da.nanmax(corner),
+            da.nanstd(corner),
+            hdu.section[:2, :2, :2],
+        ),
+    )
+    mom0 = _timed(
+        "moment-0 map: nansum over channels",
+        lambda: da.nansum(cube, axis=0).compute() * 0.5e6 / 1e9,
+    )
+    spec = _timed("spectrum: nanmean over the sky", lambda: da.nanmean(cube, axis=(1, 2)).compute())
+    peakmap = _timed(
+        "peak-channel map: nanargmax over channels",
+        lambda: da.nanargmax(cube, axis=0).compute(),
+    )
+    peak = _timed(
+        "peak and noise: nanmax, nanstd",
+        lambda: da.compute(da.nanmax(cube), da.nanstd(cube[-16:])),
+    )
+    cy, cx = shape[1] // 2, shape[2] // 2
+    stamp = _timed(
+        "cut-out 64x64 through hdu.section",
+        lambda: hdu.section[:, cy - 32 : cy + 32, cx - 32 : cx + 32],
+    )
+    return mom0, spec, peakmap, peak, stamp
+
+
+def _report(mom0, spec, peakmap, peak, stamp) -> None:
     iy, ix = np.unravel_index(np.nanargmax(mom0), mom0.shape)
     print("\nresults")
     print(
@@ -166,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     step = max(1, len(spec) // 32)
     print(f"  spectrum (every {step}th channel):")
     print("   " + " ".join(f"{v:.3f}" for v in spec[::step]))
-    return 0
 
 
 if __name__ == "__main__":
