@@ -60,7 +60,10 @@ class Section:
     def _remote(self, index: Any) -> Any:
         """Read only the run of bytes covering ``index`` (remote sources), then slice it."""
         bound, rel = bounding(index, self.block.shape)
-        chunk = self.block[bound]
+        shape = self.block.shape
+        bound = tuple(bound) + (slice(None),) * (len(shape) - len(bound))
+        region = tuple(slice(*sl.indices(n)[:2]) for sl, n in zip(bound, shape, strict=True))
+        chunk = self.block.read(region)
         return chunk.u[rel]
 
     def __getitem__(self, index: Any) -> Any:
@@ -72,7 +75,7 @@ class Section:
                     "use hdu.data for fancy indexing"
                 )
         spec = self.block.spec
-        if hasattr(self.block.source, "identity"):
+        if self.block.source.mappable:
             u, flat, addr = self._stored()
             view = u[index]
             rows = _rows_in(view, addr)
