@@ -286,7 +286,7 @@ def open(
     source = open_source(path, storage_options)
     if progress is None:
         # local scans take milliseconds; remote ones may take long for many HDUs
-        progress = not hasattr(source, "identity")
+        progress = not source.mappable
     reporter = ScanProgress() if progress else None
     whole = source.mapping() if isinstance(source, LocalSource) else None
     try:

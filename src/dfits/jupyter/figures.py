@@ -117,7 +117,7 @@ def decimation(
 def _is_remote(hdu: Any) -> bool:
     # dfits HDUs expose their byte source; array-backed views (xarray's .fits) have none
     block = getattr(hdu.section, "block", None)
-    return block is not None and not hasattr(block.source, "identity")
+    return block is not None and not block.source.mappable
 
 
 def _read(hdu: Any, steps: tuple[int, ...], lead: tuple[int, ...]) -> np.ndarray:
