@@ -1,8 +1,13 @@
 """BITPIX ↔ dtype and the rules that turn stored values into physical values.
 
-The contract: :func:`parse_decode_spec` gives, for an image HDU, the stored (big-endian) dtype,
-the physical dtype *exactly as* ``astropy.io.fits`` gives ``hdu.data`` (in native byte order),
-and the BSCALE/BZERO/BLANK to apply. Kernels use the spec; nothing here touches data.
+The contract: :func:`parse_decode_spec` gives, for an image HDU, the stored dtype, the physical
+dtype *exactly as* ``astropy.io.fits`` gives ``hdu.data`` (in native byte order), and the
+BSCALE/BZERO/BLANK to apply. Kernels use the spec; nothing here touches data.
+
+The stored *byte order* is a field of the spec, not an assumption: ``">"`` for values as FITS
+stores them (big-endian), ``"="`` for values already in this machine's order (the integers a
+tile codec decodes). It is kept apart from the declared BITPIX, as zarr keeps a codec's
+endianness apart from the array's dtype.
 
 astropy's rules, reproduced here:
 
@@ -23,6 +28,7 @@ applies it like any other BLANK, as the FITS standard says.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,9 +38,11 @@ from dfits.errors import DataError
 
 __all__ = [
     "BITPIX_TO_STORED",
+    "ByteOrder",
     "DecodeSpec",
     "Mode",
     "parse_bitpix",
+    "parse_byteorder",
     "parse_decode_spec",
 ]
 
@@ -51,6 +59,37 @@ BITPIX_TO_STORED: dict[int, np.dtype] = {
 _UNSIGNED = {16: np.dtype("uint16"), 32: np.dtype("uint32"), 64: np.dtype("uint64")}
 
 Mode = Literal["raw", "offset", "scaled"]
+
+#: ``">"``: big-endian, as FITS stores values; ``"="``: this machine's order
+ByteOrder = Literal[">", "="]
+
+# numpy's spellings of the two orders; "<" is native only on a little-endian machine
+_BYTEORDERS: dict[object, ByteOrder] = {
+    ">": ">",
+    "big": ">",
+    "=": "=",
+    "native": "=",
+    "<" if sys.byteorder == "little" else ">": "=" if sys.byteorder == "little" else ">",
+}
+
+
+def parse_byteorder(value: object) -> ByteOrder:
+    """Return ``">"`` (big-endian) or ``"="`` (native) for a stored byte order.
+
+    numpy's spellings are accepted (``"big"``, ``"native"``, and ``"<"`` on a little-endian
+    machine); anything else is a ``ValueError``.
+
+    Examples
+    --------
+    >>> parse_byteorder(">"), parse_byteorder("native")
+    ('>', '=')
+    """
+    try:
+        return _BYTEORDERS[value]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"stored byte order must be '>' (big-endian) or '=' (native), not {value!r}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -73,6 +112,10 @@ class DecodeSpec:
     error : str or None
         Why physical values cannot be known (BSCALE = 0, BSCALE not a number, ...); data access
         raises :class:`~dfits.errors.DataError` with it. Headers stay readable.
+    byteorder : {">", "="}
+        Byte order of the stored values: ``">"`` as FITS stores them, ``"="`` native (values
+        a codec decoded). Kernels swap bytes only for the first; BLANK is the same integer
+        either way.
     """
 
     bitpix: int
@@ -82,11 +125,16 @@ class DecodeSpec:
     bzero: float = 0.0
     blank: int | None = None
     error: str | None = None
+    byteorder: ByteOrder = ">"
+
+    def __post_init__(self) -> None:
+        # frozen: the normalised spelling goes in through object.__setattr__
+        object.__setattr__(self, "byteorder", parse_byteorder(self.byteorder))
 
     @property
     def stored(self) -> np.dtype:
-        """Big-endian stored dtype (``>i2``, ``>f4``, ...)."""
-        return BITPIX_TO_STORED[self.bitpix]
+        """Stored dtype in the stored byte order (``>i2``, ``>f4``; ``=i2`` when native)."""
+        return BITPIX_TO_STORED[self.bitpix].newbyteorder(self.byteorder)
 
     @property
     def itemsize(self) -> int:
@@ -137,6 +185,7 @@ def parse_decode_spec(
     blank: object = None,
     *,
     where: str = "",
+    byteorder: object = ">",
 ) -> tuple[DecodeSpec, list[str]]:
     """Work out the :class:`DecodeSpec` of an image from its header values.
 
@@ -150,6 +199,9 @@ def parse_decode_spec(
         exception, so that the header stays readable.
     where : str
         Message prefix naming the file and HDU.
+    byteorder : {">", "="}
+        Byte order of the values the spec will decode (see :func:`parse_byteorder`): ``">"``
+        for data as the file stores it, ``"="`` for values a codec decoded natively.
 
     Returns
     -------
@@ -163,8 +215,11 @@ def parse_decode_spec(
     dtype('uint16')
     >>> parse_decode_spec(16, 0.5, 10, -1)[0].physical
     dtype('float32')
+    >>> parse_decode_spec(16, byteorder="=")[0].stored.isnative
+    True
     """
     parse_bitpix(bitpix)
+    order = parse_byteorder(byteorder)
     stored = BITPIX_TO_STORED[bitpix]
     warnings: list[str] = []
     prefix = f"{where}: " if where else ""
@@ -213,22 +268,28 @@ def parse_decode_spec(
 
     if error is not None:
         native = stored.newbyteorder("=")
-        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error), warnings
+        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
 
     if bitpix > 0 and scale == 1:
         if bitpix == 8 and zero == -128:
-            return DecodeSpec(bitpix, np.dtype("int8"), "offset", 1.0, -128.0), warnings
+            spec = DecodeSpec(bitpix, np.dtype("int8"), "offset", 1.0, -128.0, byteorder=order)
+            return spec, warnings
         if bitpix in _UNSIGNED and zero == 2 ** (bitpix - 1):
-            return DecodeSpec(bitpix, _UNSIGNED[bitpix], "offset", 1.0, float(zero)), warnings
+            spec = DecodeSpec(
+                bitpix, _UNSIGNED[bitpix], "offset", 1.0, float(zero), byteorder=order
+            )
+            return spec, warnings
 
     if scale == 1 and zero == 0 and (blank_value is None or bitpix < 0):
-        return DecodeSpec(bitpix, stored.newbyteorder("="), "raw"), warnings
+        return DecodeSpec(bitpix, stored.newbyteorder("="), "raw", byteorder=order), warnings
 
     if bitpix < 0:
         physical = stored.newbyteorder("=")
     else:
         physical = np.dtype("float64") if bitpix > 16 else np.dtype("float32")
     return (
-        DecodeSpec(bitpix, physical, "scaled", float(scale), float(zero), blank_value),
+        DecodeSpec(
+            bitpix, physical, "scaled", float(scale), float(zero), blank_value, byteorder=order
+        ),
         warnings,
     )

@@ -1,7 +1,7 @@
 """Per-encoding element loaders: stored unsigned bits → value, inlined into every kernel.
 
-A *kind* is ``(bitpix, mode, has_blank)``; for each kind we build three tiny ``inline="always"``
-functions that kernels call on ``u[i]`` (a native unsigned view element):
+A *kind* is ``(bitpix, mode, has_blank, swap)``; for each kind we build three tiny
+``inline="always"`` functions that kernels call on ``u[i]`` (a native unsigned view element):
 
 ``valid(x, blank)``
     False for BLANK (integers) or NaN (floats); constant True when nothing can be missing.
@@ -12,31 +12,24 @@ functions that kernels call on ``u[i]`` (a native unsigned view element):
     The value in float64 for accumulation (sum, mean, variance), NaN for BLANK.
 
 Because the swap happens on a register value, the vectoriser sees a load, a shuffle and the
-arithmetic: the big-endian → native conversion costs no extra memory pass.
+arithmetic: the big-endian → native conversion costs no extra memory pass. ``swap`` is False
+for values already in native order (decoded tiles): the loaders then only reinterpret bits.
+Raw comparisons (``x != blank``) need BLANK's bit pattern in the same order as the values:
+the caller passes it so (``api``).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from dfits.kernels._swap import (
-    load_f4,
-    load_f8,
-    load_i1,
-    load_i2,
-    load_i4,
-    load_i8,
-    load_u1,
-    swap_bits,
-)
+from dfits.kernels._swap import NATIVE, SWAPPED, load_i1, swap_bits
 
-__all__ = ["Kind", "Loaders", "kind_of", "loaders"]
-
-_SIGNED = {8: load_u1, 16: load_i2, 32: load_i4, 64: load_i8, -32: load_f4, -64: load_f8}
+__all__ = ["Kind", "Loaders", "is_swapped", "kind_of", "loaders"]
 _TOPBIT = {
     8: np.uint8(0x80),
     16: np.uint16(0x8000),
@@ -59,6 +52,7 @@ class Kind(NamedTuple):
     bitpix: int
     mode: str  # "raw" | "offset" | "scaled"
     has_blank: bool
+    swap: bool  # stored in the other byte order than this machine's: bswap each value
 
     @property
     def view_dtype(self) -> np.dtype:
@@ -77,9 +71,19 @@ class Kind(NamedTuple):
 
 
 def kind_of(spec) -> Kind:
-    """Return the :class:`Kind` of any object with ``bitpix``, ``mode`` and ``blank``."""
+    """Return the :class:`Kind` of any object with ``bitpix``, ``mode``, ``blank`` and
+    ``byteorder`` (``">"`` big-endian, ``"="`` native)."""
     has_blank = spec.mode == "scaled" and spec.blank is not None and spec.bitpix > 0
-    return Kind(int(spec.bitpix), str(spec.mode), bool(has_blank))
+    # a single byte has no order: both orders share one compiled kernel
+    swap = is_swapped(spec.byteorder) and spec.bitpix != 8
+    return Kind(int(spec.bitpix), str(spec.mode), bool(has_blank), swap)
+
+
+def is_swapped(byteorder: str) -> bool:
+    """Whether values stored in ``byteorder`` must be byte-swapped on this machine."""
+    if byteorder not in (">", "="):
+        raise ValueError(f"stored byte order must be '>' or '=', not {byteorder!r}")
+    return byteorder == ">" and sys.byteorder == "little"
 
 
 class Loaders(NamedTuple):
@@ -91,8 +95,8 @@ class Loaders(NamedTuple):
 @functools.cache
 def loaders(kind: Kind) -> Loaders:
     """Build (and cache) the inlined loader functions for one kind."""
-    bitpix, mode, has_blank = kind
-    signed = _SIGNED[bitpix]
+    bitpix, mode, has_blank, swap = kind
+    signed = (SWAPPED if swap else NATIVE)[bitpix]
     inline = njit(inline="always", nogil=True)
 
     if kind.is_float:
@@ -121,11 +125,17 @@ def loaders(kind: Kind) -> Loaders:
             @inline
             def phys(x, scale, zero, blank):
                 return load_i1(utype(x ^ top))
+        elif swap:
+
+            @inline
+            def phys(x, scale, zero, blank):
+                # the top bit of the value, not of the stored bytes: swap first
+                return utype(swap_bits(x) ^ top)
         else:
 
             @inline
             def phys(x, scale, zero, blank):
-                return utype(swap_bits(x) ^ top)
+                return utype(x ^ top)
     elif mode == "raw":
 
         @inline

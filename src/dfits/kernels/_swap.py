@@ -1,9 +1,10 @@
 """Register-level byte swapping and bit casting for Numba kernels.
 
 Numba refuses arrays whose byte order is not native, so kernels take *native unsigned views*
-(``u1/u2/u4/u8``) of the stored big-endian bytes. These intrinsics swap a value in a register
-(LLVM ``bswap``, which the vectoriser turns into a shuffle) and reinterpret the bits as the
-stored type, so the conversion never touches memory.
+(``u1/u2/u4/u8``) of the stored bytes. For big-endian stored values these intrinsics swap a
+value in a register (LLVM ``bswap``, which the vectoriser turns into a shuffle) and reinterpret
+the bits as the stored type, so the conversion never touches memory. Values already in native
+order (decoded tiles) take the ``native_*`` variants, which only reinterpret the bits.
 """
 
 from __future__ import annotations
@@ -12,11 +13,22 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["load_f4", "load_f8", "load_i1", "load_i2", "load_i4", "load_i8", "load_u1", "swap_bits"]
+__all__ = [
+    "NATIVE",
+    "SWAPPED",
+    "load_f4",
+    "load_f8",
+    "load_i1",
+    "load_i2",
+    "load_i4",
+    "load_i8",
+    "load_u1",
+    "swap_bits",
+]
 
 
-def _make_loader(utype: types.Integer, vtype: types.Number, name: str):
-    """Build an intrinsic ``(array, index) -> value`` that bswaps then bit-casts."""
+def _make_loader(utype: types.Integer, vtype: types.Number, name: str, swap: bool = True):
+    """Build an intrinsic ``raw -> value`` that bswaps (when ``swap``) then bit-casts."""
 
     @intrinsic
     def _swap(typingctx, raw):
@@ -26,7 +38,7 @@ def _make_loader(utype: types.Integer, vtype: types.Number, name: str):
 
         def codegen(context, builder, signature, args):
             (value,) = args
-            if utype.bitwidth > 8:
+            if swap and utype.bitwidth > 8:
                 value = builder.bswap(value)
             target = context.get_value_type(vtype)
             if isinstance(target, ir.IntType):
@@ -49,6 +61,19 @@ load_f8 = _make_loader(types.uint64, types.float64, "load_f8")
 load_u1 = _make_loader(types.uint8, types.uint8, "load_u1")
 #: uint8 bits → int8 (used after flipping the top bit for BZERO = -128)
 load_i1 = _make_loader(types.uint8, types.int8, "load_i1")
+
+#: BITPIX → loader of the stored type's value, for big-endian stored values (swapped)
+SWAPPED = {8: load_u1, 16: load_i2, 32: load_i4, 64: load_i8, -32: load_f4, -64: load_f8}
+
+#: BITPIX → loader for values already in native order (bit casts only)
+NATIVE = {
+    8: load_u1,
+    16: _make_loader(types.uint16, types.int16, "native_i2", swap=False),
+    32: _make_loader(types.uint32, types.int32, "native_i4", swap=False),
+    64: _make_loader(types.uint64, types.int64, "native_i8", swap=False),
+    -32: _make_loader(types.uint32, types.float32, "native_f4", swap=False),
+    -64: _make_loader(types.uint64, types.float64, "native_f8", swap=False),
+}
 
 
 @intrinsic

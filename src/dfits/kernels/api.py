@@ -1,10 +1,12 @@
-"""N-d entry points: decode and reduce native unsigned views of stored big-endian values.
+"""N-d entry points: decode and reduce native unsigned views of stored values.
 
 Every function takes ``u``, a native unsigned view (``u1/u2/u4/u8``) of stored bytes of any
 shape and strides (read-only memmaps included), and ``spec``, any object with ``bitpix``,
-``mode`` ("raw" | "offset" | "scaled"), ``bscale``, ``bzero``, ``blank`` and ``physical``
-(``dfits.format.dtypes.DecodeSpec`` is one). Results are shaped like the kept axes of ``u``, in
-order (no ``keepdims``). Nothing here knows about files or dask.
+``mode`` ("raw" | "offset" | "scaled"), ``bscale``, ``bzero``, ``blank``, ``physical`` and
+``byteorder`` (``">"``: the bytes are big-endian, as FITS stores them; ``"="``: native, as a
+tile codec decodes them); ``dfits.format.dtypes.DecodeSpec`` is one. Both orders give identical
+results. Results are shaped like the kept axes of ``u``, in order (no ``keepdims``). Nothing
+here knows about files or dask.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Spec(Protocol):
     bzero: float
     blank: int | None
     physical: np.dtype
+    byteorder: str
 
 
 def normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
@@ -78,7 +81,7 @@ def normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
 
 def _params(u: np.ndarray, spec: Spec) -> tuple[Kind, float, float, Any]:
     kind, scale, zero, blank = _encoding(
-        spec.bitpix, spec.mode, spec.bscale, spec.bzero, spec.blank
+        spec.bitpix, spec.mode, spec.bscale, spec.bzero, spec.blank, spec.byteorder
     )
     if u.dtype != kind.view_dtype:
         raise TypeError(f"kernels need a {kind.view_dtype} view for BITPIX {kind.bitpix}")
@@ -86,15 +89,17 @@ def _params(u: np.ndarray, spec: Spec) -> tuple[Kind, float, float, Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _encoding(bitpix: int, mode: str, bscale: float, bzero: float, blank: Any):
+def _encoding(bitpix: int, mode: str, bscale: float, bzero: float, blank: Any, byteorder: str):
     # memoised: a section read decodes one small stamp per call, where building these
     # (a numpy scalar round trip for BLANK) cost as much as the kernel itself
-    kind = kind_of(SimpleNamespace(bitpix=bitpix, mode=mode, blank=blank))
+    kind = kind_of(SimpleNamespace(bitpix=bitpix, mode=mode, blank=blank, byteorder=byteorder))
     raw = 0
     if kind.has_blank:
-        # compare raw bits: the stored big-endian pattern of BLANK as this machine reads it
-        raw = np.array(blank, dtype=f">i{abs(kind.bitpix) // 8}").view(kind.view_dtype)
-        raw = raw.astype(kind.view_dtype.newbyteorder("="))[()]
+        # Kernels compare raw bits: BLANK's pattern in the stored byte order, as this machine
+        # reads it through the unsigned view (BITPIX 8 stores unsigned bytes).
+        stored = np.dtype("u1" if bitpix == 8 else f"i{bitpix // 8}")
+        stored = stored.newbyteorder(">" if kind.swap else "=")
+        raw = np.frombuffer(np.array(blank, dtype=stored).tobytes(), kind.view_dtype)[0]
     return kind, float(bscale), float(bzero), kind.view_dtype.type(raw)
 
 

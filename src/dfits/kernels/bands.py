@@ -181,7 +181,7 @@ def rawband_kernels(kind: Kind):
     """
     if kind.mode != "scaled" or kind.bitpix not in (8, 16):
         raise ValueError(f"stored-integer bands are for scaled 8/16-bit data, not {kind}")
-    signed = loaders(Kind(kind.bitpix, "raw", False)).phys
+    signed = loaders(Kind(kind.bitpix, "raw", False, kind.swap)).phys
     has_blank = kind.has_blank
 
     @njit(inline="always", nogil=True)

@@ -482,7 +482,7 @@ def rawsum_kernels(kind: Kind):
     int64 ``out_n``. No int64 map is filled on the way: for a moment map those maps were the
     larger part of each chunk task in a fresh process (fresh pages are dear).
     """
-    signed = loaders(Kind(kind.bitpix, "raw", False)).phys
+    signed = loaders(Kind(kind.bitpix, "raw", False, kind.swap)).phys
     has_blank = kind.has_blank
     narrow = kind.bitpix in (8, 16)
     step = NARROW_BLOCK if narrow else 1 << 62
