@@ -33,11 +33,17 @@ def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
 
 def moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
     """``(n, mean, M2)`` of the chunk over ``axes`` (one pass of the moments kernel)."""
-    key = ("moments", axes, skipna)
+    return _memoised(
+        x, ("moments", axes, skipna), lambda: kernels.moments(x.u, x.spec, axes, skipna=skipna)
+    )
+
+
+def _memoised(x: StoredChunk, key: tuple, run):
+    """The pass ``run`` memoised on the chunk under ``key`` (run once, after the spec check)."""
     memo = x._memo.get(key)
     if memo is None:
         x.spec.check()
-        memo = x._memo[key] = kernels.moments(x.u, x.spec, axes, skipna=skipna)
+        memo = x._memo[key] = run()
     return memo
 
 
@@ -76,14 +82,11 @@ def extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
         val, idx, nanidx = memo
         # indexed kernel: idx is -1 where a slice has no valid value, nanidx the first NaN
         return val, (idx >= 0).astype(np.int64), (nanidx >= 0).astype(np.int64)
-    key = ("extrema", axes, want_max)
-    memo = x._memo.get(key)
-    if memo is None:
-        x.spec.check()
-        memo = x._memo[key] = kernels.extrema(
-            x.u, x.spec, axes, want_max=want_max, with_index=False
-        )
-    return memo
+    return _memoised(
+        x,
+        ("extrema", axes, want_max),
+        lambda: kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False),
+    )
 
 
 def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
@@ -92,9 +95,8 @@ def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
     Indices are flat over the reduced axes; -1 where a slice has no valid value (``index``)
     or no NaN (``first NaN index``).
     """
-    key = ("indexed", axes, want_max)
-    memo = x._memo.get(key)
-    if memo is None:
-        x.spec.check()
-        memo = x._memo[key] = kernels.extrema(x.u, x.spec, axes, want_max=want_max)
-    return memo
+    return _memoised(
+        x,
+        ("indexed", axes, want_max),
+        lambda: kernels.extrema(x.u, x.spec, axes, want_max=want_max),
+    )
