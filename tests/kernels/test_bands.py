@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from dfits import kernels
 from dfits.format.dtypes import parse_decode_spec
-from dfits.kernels import api, oracle
+from dfits.kernels import bands as band_module
+from dfits.kernels import oracle
 from dfits.kernels._loaders import kind_of
-from dfits.kernels.bands import raw_interval, rawband_kernels
+from dfits.kernels.rawbands import raw_interval, rawband_kernels
 from tests.kernels.checks import assert_within, physical64, sum_tolerance
 from tests.kernels.conftest import make_stored
 from tests.kernels.test_api import AXES, uview, views
@@ -97,7 +98,7 @@ def test_stored_integer_route_matches_oracle(encoding, axis, layout, monkeypatch
     rng = np.random.default_rng(7)
     raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
     # the per-value kernel must not be what answers
-    monkeypatch.setattr(api, "band_kernels", None)
+    monkeypatch.setattr(band_module, "band_kernels", None)
     v = oracle.decode(raw, spec).astype(np.float64)
     finite = v[np.isfinite(v)]
     bands = [(-np.inf, np.inf), (np.median(finite), np.inf), (-np.inf, np.median(finite)),

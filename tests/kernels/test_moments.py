@@ -19,17 +19,11 @@ import pytest
 from dfits import kernels
 from dfits.format.dtypes import parse_decode_spec
 from dfits.kernels import oracle
-from dfits.kernels._compile import BLOCK, NARROW_BLOCK
+from dfits.kernels._compile import BLOCK, NARROW_BLOCK, ROWS_PER_TILE
 from dfits.kernels._loaders import kind_of
-from dfits.kernels.moments import (
-    _KAPPA,
-    _ROWS_PER_TILE,
-    MOMENTS_BLOCK,
-    isum_kernels,
-    moments_kernels,
-    rawsum_kernels,
-    sum_kernels,
-)
+from dfits.kernels.intsums import isum_kernels, rawsum_kernels
+from dfits.kernels.moments import _KAPPA, MOMENTS_BLOCK, moments_kernels
+from dfits.kernels.sums import sum_kernels
 from tests.kernels.checks import U, assert_within, gamma, moment_tolerances, sum_tolerance
 from tests.kernels.conftest import ENCODINGS, make_stored
 
@@ -87,7 +81,7 @@ def test_blocks_are_combined_with_compensation(axis):
     # blocks, so every vector width must give 1. Compiled as a callee of a fast-math kernel,
     # the compensation used to inherit its flags and be folded away.
     spec = parse_decode_spec(-64)[0]
-    size = BLOCK if axis == 1 else _ROWS_PER_TILE
+    size = BLOCK if axis == 1 else ROWS_PER_TILE
     values = np.zeros(3 * size)
     values[0], values[size], values[size + 1], values[2 * size] = 2.0**53, 0.5, 0.5, -(2.0**53)
     raw = np.stack([values, values[::-1]], axis=0 if axis == 1 else 1).astype(">f8")

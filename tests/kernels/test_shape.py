@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.array_utils import byte_bounds
 
+from dfits.kernels._run import flat as _flat
+from dfits.kernels._run import run as _run
 from dfits.kernels._shape import flat_view, layout_for
-from dfits.kernels.api import _flat, _run
 
 
 def step_slices(shape):

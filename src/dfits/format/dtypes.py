@@ -220,11 +220,21 @@ def parse_decode_spec(
     """
     parse_bitpix(bitpix)
     order = parse_byteorder(byteorder)
-    stored = BITPIX_TO_STORED[bitpix]
     warnings: list[str] = []
     prefix = f"{where}: " if where else ""
-    error = None
+    scale, zero, error = _parse_scaling(bscale, bzero, prefix)
+    blank_value = None
+    if blank is not None:
+        blank_value = _parse_blank(blank, bitpix, scale == 1 and zero == 0, prefix, warnings)
+    if error is not None:
+        native = BITPIX_TO_STORED[bitpix].newbyteorder("=")
+        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
+    return _classify(bitpix, scale, zero, blank_value, order), warnings
 
+
+def _parse_scaling(bscale: object, bzero: object, prefix: str):
+    """``(scale, zero, error)``: the numbers to apply, or why physical values are unknowable."""
+    error = None
     scale = 1.0 if bscale is None else _number(bscale)
     if scale is None:
         error = f"{prefix}BSCALE = {bscale!r} is not a number"
@@ -237,59 +247,56 @@ def parse_decode_spec(
         zero = 0.0
     elif not math.isfinite(zero):
         error = error or f"{prefix}BZERO = {bzero!r}: physical values cannot be computed"
+    return scale, zero, error
 
+
+def _parse_blank(
+    blank: object, bitpix: int, unscaled: bool, prefix: str, warnings: list[str]
+) -> int | None:
+    """The BLANK integer that applies, or None (with a warning saying why not)."""
     blank_value: int | None = None
-    if blank is not None:
-        if bitpix < 0:
-            warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
-        elif isinstance(blank, float) and blank.is_integer():
-            # HiPS tiles write BLANK = -32768.0. astropy warns and ignores it on unscaled data
-            # but still applies it when BSCALE/BZERO scale the data; we do the same.
-            if scale == 1 and zero == 0:
-                warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
-            else:
-                warnings.append(
-                    f"{prefix}BLANK = {blank!r} is not an integer; applied as "
-                    f"{int(blank)} because the data are scaled (as astropy does)"
-                )
-                blank_value = int(blank)
-        elif isinstance(blank, int) and not isinstance(blank, bool):
-            blank_value = blank
-        else:
+    if bitpix < 0:
+        warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
+    elif isinstance(blank, float) and blank.is_integer():
+        # HiPS tiles write BLANK = -32768.0. astropy warns and ignores it on unscaled data
+        # but still applies it when BSCALE/BZERO scale the data; we do the same.
+        if unscaled:
             warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
-        if blank_value is not None:
-            info = np.iinfo(stored)
-            if not info.min <= blank_value <= info.max:
-                warnings.append(
-                    f"{prefix}BLANK = {blank_value!r} outside the range of BITPIX = {bitpix}; "
-                    "ignored"
-                )
-                blank_value = None
+        else:
+            warnings.append(
+                f"{prefix}BLANK = {blank!r} is not an integer; applied as "
+                f"{int(blank)} because the data are scaled (as astropy does)"
+            )
+            blank_value = int(blank)
+    elif isinstance(blank, int) and not isinstance(blank, bool):
+        blank_value = blank
+    else:
+        warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
+    if blank_value is not None:
+        info = np.iinfo(BITPIX_TO_STORED[bitpix])
+        if not info.min <= blank_value <= info.max:
+            warnings.append(
+                f"{prefix}BLANK = {blank_value!r} outside the range of BITPIX = {bitpix}; ignored"
+            )
+            blank_value = None
+    return blank_value
 
-    if error is not None:
-        native = stored.newbyteorder("=")
-        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
 
+def _classify(
+    bitpix: int, scale: float, zero: float, blank: int | None, order: ByteOrder
+) -> DecodeSpec:
+    """The spec of valid scaling: raw, an offset integer type, or scaled floating point."""
+    stored = BITPIX_TO_STORED[bitpix]
     if bitpix > 0 and scale == 1:
         if bitpix == 8 and zero == -128:
-            spec = DecodeSpec(bitpix, np.dtype("int8"), "offset", 1.0, -128.0, byteorder=order)
-            return spec, warnings
+            return DecodeSpec(bitpix, np.dtype("int8"), "offset", 1.0, -128.0, byteorder=order)
         if bitpix in _UNSIGNED and zero == 2 ** (bitpix - 1):
-            spec = DecodeSpec(
-                bitpix, _UNSIGNED[bitpix], "offset", 1.0, float(zero), byteorder=order
-            )
-            return spec, warnings
-
-    if scale == 1 and zero == 0 and (blank_value is None or bitpix < 0):
-        return DecodeSpec(bitpix, stored.newbyteorder("="), "raw", byteorder=order), warnings
-
+            unsigned = _UNSIGNED[bitpix]
+            return DecodeSpec(bitpix, unsigned, "offset", 1.0, float(zero), byteorder=order)
+    if scale == 1 and zero == 0 and (blank is None or bitpix < 0):
+        return DecodeSpec(bitpix, stored.newbyteorder("="), "raw", byteorder=order)
     if bitpix < 0:
         physical = stored.newbyteorder("=")
     else:
         physical = np.dtype("float64") if bitpix > 16 else np.dtype("float32")
-    return (
-        DecodeSpec(
-            bitpix, physical, "scaled", float(scale), float(zero), blank_value, byteorder=order
-        ),
-        warnings,
-    )
+    return DecodeSpec(bitpix, physical, "scaled", float(scale), float(zero), blank, byteorder=order)

@@ -1,7 +1,8 @@
-"""Pure Numba kernels over native unsigned views of stored big-endian FITS values.
+"""Pure Numba kernels over native unsigned views of stored FITS values.
 
 Nothing here imports dask, xarray or anything that touches files; kernels compile lazily on
-first use. See :mod:`dfits.kernels.api` for the N-d entry points and
+first use. Values are big-endian as FITS stores them, or native (decoded tiles): the decode
+spec says which. See :mod:`dfits.kernels.api` for the N-d entry points and
 :mod:`dfits.kernels.oracle` for the numpy definitions they are tested against.
 """
 

@@ -1,10 +1,11 @@
-"""Numba plumbing shared by every kernel: flags, block sizes, the compensated add.
+"""Numba plumbing shared by every kernel: flags, block and tile sizes, the compensated add.
 
 Kernels are built by ``functools.cache``-d factories (one per encoding kind and option), so
 nothing compiles at import and each variant compiles once per process on first use. They are
 ``nogil`` so dask's threaded scheduler runs them in parallel. Numba's on-disk cache is not used:
 closures over per-kind loaders cannot be cached safely, and worker *processes* sharing one cache
-directory is a known source of trouble; compilation of a variant takes well under a second.
+directory is a known source of trouble; a variant compiles in 0.2-4 s (row kernels are the
+quick ones, column kernels with their four-row passes the slow ones).
 """
 
 from __future__ import annotations
@@ -12,11 +13,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "FASTMATH", "NARROW_BLOCK", "TILE", "compensated", "jit", "neumaier"]
+__all__ = [
+    "BLOCK",
+    "FASTMATH",
+    "NARROW_BLOCK",
+    "ROWS_PER_TILE",
+    "SUM_TILE",
+    "TILE",
+    "compensated",
+    "four_rows",
+    "jit",
+    "neumaier",
+]
 
 #: Contiguous values summed into one partial before the compensated add. Large enough that
-#: the compensated add is negligible, small enough that each vector lane sums ≤ 256 terms
-#: (8 lanes of f64 on AVX-512, fewer elsewhere), so the block's rounding error stays tiny.
+#: the compensated add is negligible, small enough that the block's rounding stays small: a
+#: scalar loop adds all 2048 in one chain (at worst γ(2048)·Σ|x|, 2·10**-13 relative), each
+#: vector lane a share (8 lanes of f64 with AVX-512, times LLVM's unrolling).
 BLOCK = 2048
 
 #: Values of 8/16-bit integers summed in int32 lanes before they are added up in int64:
@@ -27,6 +40,15 @@ NARROW_BLOCK = 1 << 15
 #: and the block being re-read (two-pass variance) in L1/L2.
 TILE = 2048
 
+#: Rows of a column tile summed into one partial before the compensated add (as ``BLOCK``).
+ROWS_PER_TILE = BLOCK // 8
+
+#: columns per tile of the column sum: 8192 float64 accumulators (64 KiB) stay in L2, and each
+#: of the four rows read together streams 32 KiB of float32 before the next jump, long enough
+#: for the hardware prefetcher (measured on a 256×1024×1024 float32 cube, one thread: 14.4 GB/s
+#: with 2048 columns, 17.0 GB/s with 8192, 15.4 GB/s with whole rows)
+SUM_TILE = 4 * TILE
+
 #: Reassociation lets LLVM split a running sum over vector lanes (the whole point of the
 #: in-register swap). We never allow ``nnan``/``ninf``: NaN tests must survive.
 FASTMATH = frozenset({"reassoc", "nsz", "arcp"})
@@ -35,6 +57,22 @@ FASTMATH = frozenset({"reassoc", "nsz", "arcp"})
 def jit(func):
     """Compile a kernel: nopython, no GIL, reassociating float math."""
     return njit(nogil=True, fastmath=set(FASTMATH), error_model="numpy")(func)
+
+
+@njit(inline="always", nogil=True)
+def four_rows(base, o, sb, w):
+    """Four rows of ``w`` values from offset ``o``, ``sb`` apart (the column kernels' passes).
+
+    Column kernels read four rows per pass so that their tile accumulators are loaded and
+    stored once per four values instead of once per value (measured: the moment-0 kernel ran
+    at 0.5x the speed of the full sum before, 0.8x after).
+    """
+    return (
+        base[o : o + w],
+        base[o + sb : o + sb + w],
+        base[o + 2 * sb : o + 2 * sb + w],
+        base[o + 3 * sb : o + 3 * sb + w],
+    )
 
 
 @njit(nogil=True, error_model="numpy", fastmath=False)

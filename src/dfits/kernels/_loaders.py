@@ -11,6 +11,8 @@ A *kind* is ``(bitpix, mode, has_blank, swap)``; for each kind we build three ti
 ``f64(x, scale, zero, blank)``
     The value in float64 for accumulation (sum, mean, variance), NaN for BLANK.
 
+and, for reductions that skip values, ``keep`` (:func:`keeper`): valid, or inside a band.
+
 Because the swap happens on a register value, the vectoriser sees a load, a shuffle and the
 arithmetic: the big-endian → native conversion costs no extra memory pass. ``swap`` is False
 for values already in native order (decoded tiles): the loaders then only reinterpret bits.
@@ -29,7 +31,7 @@ from numba import njit
 
 from dfits.kernels._swap import NATIVE, SWAPPED, load_i1, swap_bits
 
-__all__ = ["Kind", "Loaders", "is_swapped", "kind_of", "loaders"]
+__all__ = ["Kind", "Loaders", "is_swapped", "keeper", "kind_of", "loaders"]
 _TOPBIT = {
     8: np.uint8(0x80),
     16: np.uint16(0x8000),
@@ -92,58 +94,52 @@ class Loaders(NamedTuple):
     f64: object
 
 
+_inline = njit(inline="always", nogil=True)
+
+
 @functools.cache
 def loaders(kind: Kind) -> Loaders:
     """Build (and cache) the inlined loader functions for one kind."""
-    bitpix, mode, has_blank, swap = kind
-    signed = (SWAPPED if swap else NATIVE)[bitpix]
-    inline = njit(inline="always", nogil=True)
+    signed = (SWAPPED if kind.swap else NATIVE)[kind.bitpix]
+    phys = _phys(kind, signed)
+    return Loaders(_valid(kind, signed), phys, _f64(kind, signed, phys))
 
+
+def _valid(kind: Kind, signed):
+    """``valid(x, blank)``: False for NaN (floats) or BLANK (compared as raw bits)."""
     if kind.is_float:
 
-        @inline
+        @_inline
         def valid(x, blank):
             v = signed(x)
             return v == v
-    elif has_blank:
+    elif kind.has_blank:
 
-        @inline
+        @_inline
         def valid(x, blank):
             return x != blank
     else:
 
-        @inline
+        @_inline
         def valid(x, blank):
             return True
 
-    if mode == "offset":
-        top = _TOPBIT[bitpix]
-        utype = _UNSIGNED_VIEW[bitpix]
-        # numba widens ``^`` on small ints: cast back before reinterpreting
-        if bitpix == 8:
+    return valid
 
-            @inline
-            def phys(x, scale, zero, blank):
-                return load_i1(utype(x ^ top))
-        elif swap:
 
-            @inline
-            def phys(x, scale, zero, blank):
-                # the top bit of the value, not of the stored bytes: swap first
-                return utype(swap_bits(x) ^ top)
-        else:
+def _phys(kind: Kind, signed):
+    """``phys(x, scale, zero, blank)``: the physical value exactly as astropy computes it."""
+    if kind.mode == "offset":
+        return _offset(kind)
+    if kind.mode == "raw":
 
-            @inline
-            def phys(x, scale, zero, blank):
-                return utype(x ^ top)
-    elif mode == "raw":
-
-        @inline
+        @_inline
         def phys(x, scale, zero, blank):
             return signed(x)
-    elif bitpix in (8, 16, -32):
+    elif kind.bitpix in (8, 16, -32):
+        has_blank = kind.has_blank
 
-        @inline
+        @_inline
         def phys(x, scale, zero, blank):
             # float32 arithmetic, two rounded steps, exactly as astropy's in-place ops.
             # Compute first, select after: a branch here stops LLVM vectorising the loop.
@@ -151,23 +147,80 @@ def loaders(kind: Kind) -> Loaders:
             v = v + np.float32(zero)
             return np.float32(np.nan) if has_blank and x == blank else v
     else:
+        has_blank = kind.has_blank
 
-        @inline
+        @_inline
         def phys(x, scale, zero, blank):
             v = np.float64(signed(x)) * scale
             v = v + zero
             return np.nan if has_blank and x == blank else v
 
-    if mode == "scaled":
+    return phys
 
-        @inline
+
+def _offset(kind: Kind):
+    """``phys`` of offset integers (unsigned via BZERO, or int8): the value's top bit flipped."""
+    top = _TOPBIT[kind.bitpix]
+    utype = _UNSIGNED_VIEW[kind.bitpix]
+    # numba widens ``^`` on small ints: cast back before reinterpreting
+    if kind.bitpix == 8:
+
+        @_inline
+        def phys(x, scale, zero, blank):
+            return load_i1(utype(x ^ top))
+    elif kind.swap:
+
+        @_inline
+        def phys(x, scale, zero, blank):
+            # the top bit of the value, not of the stored bytes: swap first
+            return utype(swap_bits(x) ^ top)
+    else:
+
+        @_inline
+        def phys(x, scale, zero, blank):
+            return utype(x ^ top)
+
+    return phys
+
+
+def _f64(kind: Kind, signed, phys):
+    """``f64(x, scale, zero, blank)``: the value in float64 for sums (scaled: unrounded)."""
+    if kind.mode == "scaled":
+        has_blank = kind.has_blank
+
+        @_inline
         def f64(x, scale, zero, blank):
             v = np.float64(signed(x)) * scale + zero
             return np.nan if has_blank and x == blank else v
     else:
 
-        @inline
+        @_inline
         def f64(x, scale, zero, blank):
             return np.float64(phys(x, scale, zero, blank))
 
-    return Loaders(valid, phys, f64)
+    return f64
+
+
+@functools.cache
+def keeper(kind: Kind, banded: bool):
+    """``keep(x, scale, zero, blank, lo, hi)``: whether a stored value takes part.
+
+    Valid values (not NaN or BLANK), or with ``banded`` the physical values inside
+    ``[lo, hi]`` compared as :mod:`dfits.kernels.bands` compares them (NaN and BLANK are
+    never inside): the masked variance of ``where(x > t)``.
+    """
+    ld = loaders(kind)
+    valid, phys = ld.valid, ld.phys
+    if banded:
+
+        @_inline
+        def keep(x, scale, zero, blank, lo, hi):
+            p = np.float64(phys(x, scale, zero, blank))
+            return (p >= lo) & (p <= hi)
+    else:
+
+        @_inline
+        def keep(x, scale, zero, blank, lo, hi):
+            return valid(x, blank)
+
+    return keep

@@ -9,16 +9,10 @@ closed band covers every comparison and every intersection of two.
 The test is made on the physical value exactly as astropy decodes it (float32 rounding of
 scaled integers included) widened to float64, so it selects exactly what numpy's comparison
 of the decoded values selects. NaN and BLANK fail every comparison and are left out. The
-selected values are accumulated as the other sums are (:mod:`dfits.kernels.moments`): in
-float64, blocks with reassociation, blocks combined with Neumaier compensation.
-
-Scaled 8/16-bit integers take a faster route (:func:`rawband_kernels`). Their physical value
-is monotone in the stored integer (each rounded float32 step is), so the values inside a band
-are those whose stored integer lies in an interval, found once per band by tabulating all
-256 or 65536 physical values exactly as astropy computes them (:func:`raw_interval`). The
-kernel then compares integers and sums them in int32 lanes, as the unmasked sums of scaled
-integers do (``scale·Σx + zero·n``, :func:`dfits.kernels.moments.rawsum_kernels`): no
-float conversion per value.
+selected values are accumulated as the other sums are (:mod:`dfits.kernels.sums`): in
+float64, blocks with reassociation, blocks combined with Neumaier compensation. Scaled
+8/16-bit integers take a faster route, comparing stored integers
+(:mod:`dfits.kernels.rawbands`).
 
 ``rows``  ``u[A, B] → out[A]``       reduce the last axis
 ``cols``  ``u[A, B, C] → out[A, C]`` reduce the middle axis, vectorised along ``C``
@@ -27,17 +21,76 @@ float conversion per value.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import BLOCK, NARROW_BLOCK, compensated, jit, neumaier
+from dfits.kernels._compile import (
+    BLOCK,
+    ROWS_PER_TILE,
+    SUM_TILE,
+    compensated,
+    four_rows,
+    jit,
+    neumaier,
+)
 from dfits.kernels._loaders import Kind, loaders
-from dfits.kernels.moments import SUM_TILE, _four_rows
+from dfits.kernels._run import add_parts, flat, fold_sums, run, sum_plan
+from dfits.kernels._shape import layout_for
+from dfits.kernels._spec import Spec, params
+from dfits.kernels.rawbands import raw_band_sum, raw_interval
 
-__all__ = ["band_kernels", "raw_interval", "rawband_kernels"]
+__all__ = ["band_kernels", "band_sum_count"]
 
-_ROWS_PER_TILE = BLOCK // 8
+
+def band_sum_count(
+    u: np.ndarray,
+    spec: Spec,
+    axis: Any = None,
+    *,
+    lo: float = -np.inf,
+    hi: float = np.inf,
+    dtype: Any = None,
+    counts: bool = True,
+    sums: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Sums and int64 counts of the values inside ``[lo, hi]`` over ``axis``.
+
+    The bounds are compared with each physical value (as astropy decodes it) in float64;
+    NaN and BLANK are never inside. An empty band (``lo > hi``, or a NaN bound) selects
+    nothing. Sums are accumulated in float64 and come back as float64, or rounded once to
+    ``dtype`` (float32) when given. ``counts=False`` or ``sums=False`` skips that result
+    (None comes back in its place).
+    """
+    kind, scale, zero, blank = params(u, spec)
+    axes, shape, out_dtype = sum_plan(u, axis, dtype)
+    if not (counts or sums):
+        raise ValueError("ask for sums, counts or both")
+    if sums and out_dtype != np.float64 and layout_for(u, frozenset(axes)) is None:
+        # awkward layouts combine sub-results: keep those in float64, round at the end
+        total, n = band_sum_count(u, spec, axes, lo=lo, hi=hi, counts=counts)
+        return total.astype(out_dtype), n  # type: ignore[union-attr]
+    if u.size and kind.mode == "scaled" and kind.bitpix in (8, 16):
+        span = raw_interval(kind.bitpix, scale, zero, float(lo), float(hi))
+        if span is not None:
+            return raw_band_sum(u, kind, scale, zero, blank, axes, span, out_dtype, counts, sums)
+    outs = ([np.zeros(shape, out_dtype)] if sums else []) + (
+        [np.zeros(shape, np.int64)] if counts else []
+    )
+    if u.size:
+        rows, cols = band_kernels(kind, counts, sums)
+        lo, hi = float(lo), float(hi)
+
+        def call(form, v, outs_):
+            # a result not asked for: an empty array the kernel never writes
+            empty = {"rows": 0, "cols": (0, 0)}[form]
+            total = outs_[0] if sums else np.empty(empty)
+            n = outs_[-1] if counts else np.empty(empty, np.int64)
+            (rows if form == "rows" else cols)(*flat(v), scale, zero, blank, lo, hi, total, n)
+
+        outs = run(u, axes, outs, call, add_parts, fold_sums)
+    return (outs[0] if sums else None), (outs[-1] if counts else None)
 
 
 @functools.cache
@@ -49,6 +102,12 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
     ``out_n`` is not written, without ``summed`` ``out_sum`` is not: a plain sum or a plain
     count fills one map of fresh memory per chunk instead of two.
     """
+    take = _taker(kind)
+    return _band_rows(take, counted, summed), _band_cols(take, counted, summed)
+
+
+def _taker(kind: Kind):
+    """``take(x, scale, zero, blank, lo, hi)``: ``(value or 0.0, 1 or 0)`` for a stored value."""
     ld = loaders(kind)
     phys, f64 = ld.phys, ld.f64
 
@@ -60,6 +119,10 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
         v = f64(x, scale, zero, blank)
         return (v if ok else 0.0), np.int64(ok)
 
+    return take
+
+
+def _band_rows(take, counted: bool, summed: bool):
     @jit
     def rows(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
         nrow, length, off, sa = geo
@@ -69,7 +132,7 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
             comp = 0.0
             n = 0
             for b0 in range(0, length, BLOCK):
-                # a block slice indexed from 0 vectorises (see the row sum in moments.py)
+                # a block slice indexed from 0 vectorises (see the row sum in sums.py)
                 blk = ua[b0 : min(b0 + BLOCK, length)]
                 s = 0.0
                 c = 0
@@ -83,6 +146,12 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
                 out_sum[a] = compensated(total, comp)
             if counted:
                 out_n[a] = n
+
+    return rows
+
+
+def _band_cols(take, counted: bool, summed: bool):
+    four, one = _band_steps(take, counted, summed)
 
     @jit
     def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
@@ -98,33 +167,28 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
                 total[:w] = 0.0
                 comp[:w] = 0.0
                 cnt[:w] = 0
-                for b0 in range(0, nb, _ROWS_PER_TILE):
-                    b1 = min(b0 + _ROWS_PER_TILE, nb)
+                for b0 in range(0, nb, ROWS_PER_TILE):
+                    b1 = min(b0 + ROWS_PER_TILE, nb)
                     part[:w] = 0.0
                     o = off + a * sa + b0 * sb + c0
                     first = 0
-                    # four rows per pass: the tile accumulators are loaded and stored once
-                    # per four values (the column sum's measured 0.5x → 0.8x of a full sum)
+                    # four rows per pass, as the column sums read them
                     while first + 4 <= b1 - b0:
-                        r0, r1, r2, r3 = _four_rows(base, o + first * sb, sb, w)
-                        for c in range(w):
-                            v0, k0 = take(r0[c], scale, zero, blank, lo, hi)
-                            v1, k1 = take(r1[c], scale, zero, blank, lo, hi)
-                            v2, k2 = take(r2[c], scale, zero, blank, lo, hi)
-                            v3, k3 = take(r3[c], scale, zero, blank, lo, hi)
-                            if summed:
-                                part[c] += (v0 + v1) + (v2 + v3)
-                            if counted:
-                                cnt[c] += (k0 + k1) + (k2 + k3)
+                        r0, r1, r2, r3 = four_rows(base, o + first * sb, sb, w)
+                        four(r0, r1, r2, r3, w, part, cnt, scale, zero, blank, lo, hi)
                         first += 4
                     for b in range(first, b1 - b0):
-                        row = base[o + b * sb : o + b * sb + w]
-                        for c in range(w):
-                            v, k = take(row[c], scale, zero, blank, lo, hi)
-                            if summed:
-                                part[c] += v
-                            if counted:
-                                cnt[c] += k
+                        one(
+                            base[o + b * sb : o + b * sb + w],
+                            w,
+                            part,
+                            cnt,
+                            scale,
+                            zero,
+                            blank,
+                            lo,
+                            hi,
+                        )
                     if summed:
                         for c in range(w):
                             total[c], comp[c] = neumaier(total[c], comp[c], part[c])
@@ -134,123 +198,31 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
                 if counted:
                     out_n[a, c0:c1] = cnt[:w]
 
-    return rows, cols
+    return cols
 
 
-@functools.lru_cache(maxsize=256)
-def raw_interval(bitpix: int, scale: float, zero: float, lo: float, hi: float):
-    """The stored integers ``[first, last]`` of scaled 8/16-bit data whose physical values
-    lie in ``[lo, hi]``, or None when those do not form one interval.
-
-    Every stored integer's physical value is computed as astropy computes it (float32
-    ``x·scale`` then ``+ zero``, each rounded) and compared in float64, as the per-value
-    kernel does, so the interval selects exactly what numpy's comparison of decoded values
-    selects. BLANK is not excluded here (the kernel tests it). An empty band comes back as
-    ``(1, 0)``. Only a scale that makes some value NaN (``0·inf``) breaks monotonicity: None.
-    """
-    if bitpix == 8:
-        x = np.arange(256, dtype=np.int32)
-    elif bitpix == 16:
-        x = np.arange(-(1 << 15), 1 << 15, dtype=np.int32)
-    else:
-        raise ValueError(f"no stored-integer interval for BITPIX {bitpix}")
-    phys = x.astype(np.float32)
-    with np.errstate(all="ignore"):  # an overflow or 0·inf here is what decoding gives too
-        phys *= np.float32(scale)
-        phys += np.float32(zero)
-        wide = phys.astype(np.float64)  # a Python float bound would round to float32
-        inside = np.flatnonzero((wide >= lo) & (wide <= hi))
-    if inside.size == 0:
-        return 1, 0
-    first, last = int(inside[0]), int(inside[-1])
-    if last - first + 1 != inside.size:
-        return None
-    return int(x[first]), int(x[last])
-
-
-@functools.cache
-def rawband_kernels(kind: Kind):
-    """Return ``(rows, cols)`` kernels ``(base, geo, blank, first, last, scale, zero,
-    with_sum, with_n, out_sum, out_n)`` for scaled 8/16-bit integers.
-
-    The values kept are those whose stored integer ``x`` lies in ``[first, last]`` (from
-    :func:`raw_interval`) and is not BLANK. Their integers and their number are added in
-    int32 lanes over blocks of :data:`NARROW_BLOCK` values; ``scale·Σx + zero·n`` (float64)
-    is added into ``out_sum`` and ``n`` into ``out_n`` (``=`` for ``rows``, ``+=`` per block of
-    rows for ``cols``: both start zeroed) when ``with_sum``/``with_n``.
-    """
-    if kind.mode != "scaled" or kind.bitpix not in (8, 16):
-        raise ValueError(f"stored-integer bands are for scaled 8/16-bit data, not {kind}")
-    signed = loaders(Kind(kind.bitpix, "raw", False, kind.swap)).phys
-    has_blank = kind.has_blank
+def _band_steps(take, counted: bool, summed: bool):
+    """The column kernel's steps: four rows, and one row, into ``part`` and ``cnt``."""
 
     @njit(inline="always", nogil=True)
-    def take(x, blank, first, last):
-        r = np.int32(signed(x, 1.0, 0.0, blank))
-        ok = (r >= first) & (r <= last)
-        if has_blank:
-            ok = ok & (x != blank)
-        return (r if ok else np.int32(0)), np.int32(ok)
+    def four(r0, r1, r2, r3, w, part, cnt, scale, zero, blank, lo, hi):
+        for c in range(w):
+            v0, k0 = take(r0[c], scale, zero, blank, lo, hi)
+            v1, k1 = take(r1[c], scale, zero, blank, lo, hi)
+            v2, k2 = take(r2[c], scale, zero, blank, lo, hi)
+            v3, k3 = take(r3[c], scale, zero, blank, lo, hi)
+            if summed:
+                part[c] += (v0 + v1) + (v2 + v3)
+            if counted:
+                cnt[c] += (k0 + k1) + (k2 + k3)
 
-    @jit
-    def rows(base, geo, blank, first, last, scale, zero, with_sum, with_n, out_sum, out_n):
-        nrow, length, off, sa = geo
-        for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
-            s = 0
-            n = 0
-            for b0 in range(0, length, NARROW_BLOCK):
-                blk = ua[b0 : min(b0 + NARROW_BLOCK, length)]
-                s32 = np.int32(0)
-                c32 = np.int32(0)
-                for b in range(blk.size):
-                    v, k = take(blk[b], blank, first, last)
-                    s32 = np.int32(s32 + v)
-                    c32 = np.int32(c32 + k)
-                s += np.int64(s32)
-                n += np.int64(c32)
-            if with_sum:
-                out_sum[a] = scale * np.float64(s) + zero * np.float64(n)
-            if with_n:
-                out_n[a] = n
+    @njit(inline="always", nogil=True)
+    def one(row, w, part, cnt, scale, zero, blank, lo, hi):
+        for c in range(w):
+            v, k = take(row[c], scale, zero, blank, lo, hi)
+            if summed:
+                part[c] += v
+            if counted:
+                cnt[c] += k
 
-    @jit
-    def cols(base, geo, blank, first, last, scale, zero, with_sum, with_n, out_sum, out_n):
-        na, nb, nc, off, sa, sb = geo
-        ts = np.empty(SUM_TILE, np.int32)
-        tk = np.empty(SUM_TILE, np.int32)
-        for a in range(na):
-            for c0 in range(0, nc, SUM_TILE):
-                w = min(SUM_TILE, nc - c0)
-                for b0 in range(0, nb, NARROW_BLOCK):
-                    b1 = min(b0 + NARROW_BLOCK, nb)
-                    ts[:w] = 0
-                    tk[:w] = 0
-                    o = off + a * sa + c0
-                    row = b0
-                    # four rows per pass, as in the column sums (accumulators touched once)
-                    while row + 4 <= b1:
-                        r0, r1, r2, r3 = _four_rows(base, o + row * sb, sb, w)
-                        for c in range(w):
-                            v0, k0 = take(r0[c], blank, first, last)
-                            v1, k1 = take(r1[c], blank, first, last)
-                            v2, k2 = take(r2[c], blank, first, last)
-                            v3, k3 = take(r3[c], blank, first, last)
-                            ts[c] = np.int32(ts[c] + ((v0 + v1) + (v2 + v3)))
-                            tk[c] = np.int32(tk[c] + ((k0 + k1) + (k2 + k3)))
-                        row += 4
-                    for b in range(row, b1):
-                        r = base[o + b * sb : o + b * sb + w]
-                        for c in range(w):
-                            v, k = take(r[c], blank, first, last)
-                            ts[c] = np.int32(ts[c] + v)
-                            tk[c] = np.int32(tk[c] + k)
-                    for c in range(w):
-                        n = np.int64(tk[c])
-                        if with_sum:
-                            t = scale * np.float64(ts[c]) + zero * np.float64(n)
-                            out_sum[a, c0 + c] += t
-                        if with_n:
-                            out_n[a, c0 + c] += n
-
-    return rows, cols
+    return four, one

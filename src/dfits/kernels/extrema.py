@@ -2,26 +2,119 @@
 
 Comparisons are made on the *physical* value computed exactly as astropy computes it (float32
 arithmetic for scaled BITPIX 8/16), so results equal ``numpy.min(astropy_data)`` bit for bit,
-including ties (the first occurrence wins, as in ``numpy.argmin``).
+including ties (the first occurrence wins, as in ``numpy.argmin``). :func:`extrema` gives the
+extreme value with the index of its first occurrence and of the first missing value
+(:func:`extrema_kernels`), or, faster, the value with counts of valid and missing values
+(:func:`minmax_kernels`, optionally of the values inside a band).
 
-Layouts as in :mod:`dfits.kernels.moments`: ``rows`` reduces the last axis of ``u[A, B]``,
-``cols`` the middle axis of ``u[A, B, C]``. Each writes the extreme value, its index along the
-reduced axis, and whether a NaN was seen (so that callers can propagate NaN or report
-all-NaN slices).
+Layouts as in :mod:`dfits.kernels.sums`: ``rows`` reduces the last axis of ``u[A, B]``,
+``cols`` the middle axis of ``u[A, B, C]``.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import jit
+from dfits.kernels._compile import SUM_TILE, jit
 from dfits.kernels._loaders import Kind, loaders
-from dfits.kernels.moments import SUM_TILE
+from dfits.kernels._run import flat, kept_shape, run
+from dfits.kernels._spec import Spec, normalize_axis, params
 
-__all__ = ["extrema_kernels", "minmax_kernels"]
+__all__ = ["extrema", "extrema_kernels", "minmax_kernels"]
+
+
+def extrema(
+    u: np.ndarray,
+    spec: Spec,
+    axis: Any = None,
+    *,
+    want_max: bool = False,
+    with_index: bool = True,
+    band: tuple[float, float] | None = None,
+):
+    """``(value, index, nan_index)`` of the min (or max) of valid values over ``axis``.
+
+    ``index`` is the C-order flat index within the reduced axes of the first extreme valid
+    value (-1 when there is none); ``nan_index`` that of the first missing value (-1: none).
+    With ``with_index=False`` a faster kernel runs and both "indices" are counts: of valid
+    values and of missing ones (so ``> 0`` / ``>= 0`` tests still mean "some"). With a
+    ``band`` ``(lo, hi)`` (and ``with_index=False``) only the values inside it count as
+    valid, as :func:`~dfits.kernels.bands.band_sum_count` selects them; the value where none
+    is inside is undefined.
+    """
+    if band is not None and with_index:
+        raise ValueError("extrema of a band come without indices (with_index=False)")
+    kind, scale, zero, blank = params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = kept_shape(u, axes)
+    outs = [
+        np.zeros(shape, spec.physical),
+        np.full(shape, -1, np.int64),
+        np.full(shape, -1, np.int64),
+    ]
+    if u.size == 0:
+        return tuple(outs)
+    if with_index:
+        rows, cols = extrema_kernels(kind, want_max)
+        bounds = ()
+    else:
+        rows, cols = minmax_kernels(kind, want_max, band is not None)
+        bounds = (float(band[0]), float(band[1])) if band is not None else (0.0, 0.0)
+    init = _identity(spec.physical, want_max)
+
+    def call(form, v, outs_):
+        if not with_index or form == "cols":
+            outs_[0][...] = init
+        (rows if form == "rows" else cols)(*flat(v), scale, zero, blank, *bounds, *outs_)
+
+    if with_index:
+        combine = functools.partial(_combine_extrema, want_max=want_max)
+        return tuple(run(u, axes, outs, call, combine))
+    combine = functools.partial(_combine_minmax, want_max=want_max)
+    fold = functools.partial(_fold_minmax, want_max=want_max)
+    return tuple(run(u, axes, outs, call, combine, fold))
+
+
+def _identity(dtype: np.dtype, want_max: bool):
+    """The value every element beats: -inf/+inf, or the integer type's min/max."""
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if want_max else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if want_max else info.max)
+
+
+def _combine_extrema(parts, sub_size: int, *, want_max: bool):
+    """Merge extrema of consecutive slabs of axis 0; indices become flat over all axes."""
+    val = parts[0][0].copy()
+    idx = parts[0][1].copy()
+    nanidx = parts[0][2].copy()
+    for i, (pv, pi, pn) in enumerate(parts[1:], start=1):
+        off = i * sub_size
+        has = pi >= 0
+        take = has & ((idx < 0) | ((pv > val) if want_max else (pv < val)))
+        val = np.where(take, pv, val)
+        idx = np.where(take, pi + off, idx)
+        nanidx = np.where((nanidx < 0) & (pn >= 0), pn + off, nanidx)
+    return [val, idx, nanidx]
+
+
+def _combine_minmax(parts, _sub_size: int, *, want_max: bool):
+    """Merge values and counts of the parts of a split view."""
+    pick = np.fmax if want_max else np.fmin
+    val = parts[0][0]
+    for p in parts[1:]:
+        val = pick(val, p[0])
+    return [val, sum(p[1] for p in parts), sum(p[2] for p in parts)]
+
+
+def _fold_minmax(parts, *, want_max: bool):
+    """Values and counts over the last axis (indices would need C order across the parts)."""
+    pick = np.fmax if want_max else np.fmin
+    return [pick.reduce(parts[0], axis=-1), parts[1].sum(-1), parts[2].sum(-1)]
 
 
 @functools.cache
@@ -31,18 +124,27 @@ def extrema_kernels(kind: Kind, want_max: bool):
     Outputs: ``out_val`` (physical dtype; ``cols`` needs it pre-filled with the identity of
     the comparison) holds the extreme of the valid values (undefined where ``out_idx == -1``,
     i.e. no valid value); ``out_idx`` (int64) its first index along the
-    reduced axis; ``out_nan`` (bool) whether any missing value was seen, and ``out_nanidx``
-    (int64) the first missing index (for NaN-propagating argmin/argmax).
+    reduced axis; ``out_nanidx`` (int64) the first missing index (for NaN-propagating
+    argmin/argmax), -1 where none is missing.
     """
-    ld = loaders(kind)
-    valid, phys = ld.valid, ld.phys
-    can_miss = kind.can_be_missing
+    better = _comparison(want_max)
+    return _extrema_rows(kind, better), _extrema_cols(kind, better)
 
+
+def _comparison(want_max: bool):
     @jit
     def better(v, best):
         if want_max:
             return v > best
         return v < best
+
+    return better
+
+
+def _extrema_rows(kind: Kind, better):
+    ld = loaders(kind)
+    valid, phys = ld.valid, ld.phys
+    can_miss = kind.can_be_missing
 
     @jit
     def rows(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
@@ -66,6 +168,14 @@ def extrema_kernels(kind: Kind, want_max: bool):
             out_idx[a] = idx
             out_nanidx[a] = nanidx
 
+    return rows
+
+
+def _extrema_folds(kind: Kind, better):
+    """``fold_one`` and ``fold_four``: one row, or four, into a tile's running extremes."""
+    phys = loaders(kind).phys
+    can_miss = kind.can_be_missing
+
     @njit(inline="always", nogil=True)
     def step(v, b, best, at, nan_at):
         take = better(v, best)
@@ -88,6 +198,15 @@ def extrema_kernels(kind: Kind, want_max: bool):
             v, i, n = step(phys(r1[c], scale, zero, blank), b + 1, v, i, n)
             v, i, n = step(phys(r2[c], scale, zero, blank), b + 2, v, i, n)
             val[c], idx[c], nanidx[c] = step(phys(r3[c], scale, zero, blank), b + 3, v, i, n)
+
+    return fold_one, fold_four
+
+
+def _extrema_cols(kind: Kind, better):
+    ld = loaders(kind)
+    valid, phys = ld.valid, ld.phys
+    can_miss = kind.can_be_missing
+    fold_one, fold_four = _extrema_folds(kind, better)
 
     @jit
     def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
@@ -133,12 +252,7 @@ def extrema_kernels(kind: Kind, want_max: bool):
                             out_idx[a, c] = b
                             break
 
-    return rows, cols
-
-
-def physical_fill(dtype: np.dtype):
-    """A placeholder value of ``dtype`` for slices with no valid value (overwritten later)."""
-    return np.zeros((), dtype=dtype)[()]
+    return cols
 
 
 @functools.cache
@@ -154,8 +268,10 @@ def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
     :mod:`dfits.kernels.bands` compares them) take part and count as valid, the others as
     missing: the peak of ``where(x > t)``; else ``lo`` and ``hi`` are not read.
     """
-    phys = loaders(kind).phys
+    return _minmax_rows(kind, want_max, banded), _minmax_cols(kind, want_max, banded)
 
+
+def _out_of_band(banded: bool):
     @njit(inline="always", nogil=True)
     def out_of_band(v, lo, hi):
         # NaN is missing either way; a value outside the band is missing too when banded
@@ -163,6 +279,13 @@ def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
             w = np.float64(v)
             return not ((w >= lo) & (w <= hi))
         return v != v
+
+    return out_of_band
+
+
+def _minmax_rows(kind: Kind, want_max: bool, banded: bool):
+    phys = loaders(kind).phys
+    out_of_band = _out_of_band(banded)
 
     @jit
     def rows(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
@@ -180,6 +303,13 @@ def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
             out_val[a] = best
             out_idx[a] = length - nmiss
             out_nanidx[a] = nmiss
+
+    return rows
+
+
+def _minmax_cols(kind: Kind, want_max: bool, banded: bool):
+    phys = loaders(kind).phys
+    out_of_band = _out_of_band(banded)
 
     @jit
     def cols(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
@@ -200,4 +330,4 @@ def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
             for c in range(nc):
                 out_idx[a, c] = nb - miss[c]
 
-    return rows, cols
+    return cols

@@ -1,17 +1,10 @@
-"""Fused sum / count / mean / variance partials straight from stored big-endian bits.
+"""Means and squared deviations ``(n, mean, M2)`` straight from stored bits, in one memory pass.
 
-Two layouts cover every axis subset once the caller has coalesced axes (see ``_shape``):
-
-``rows``  ``u[A, B] → out[A]``      reduce the last axis (full reductions: ``A = 1``; spectra)
-``cols``  ``u[A, B, C] → out[A, C]`` reduce the middle axis, vectorised along ``C`` (moment maps)
-
-Accuracy: values are accumulated in float64. A block of :data:`BLOCK` contiguous values (or
-:data:`TILE` columns × ``BLOCK // 8`` rows) is summed with reassociation allowed, so LLVM
-spreads it over vector lanes (how many depends on the CPU: the rounding does too); block
-results are combined with Neumaier compensation in strict arithmetic. The error is therefore
-bounded by the block size, not by the number of values: at worst ``γ(BLOCK)·Σ|x|`` whatever
-the vector width, and for data with random low bits a few ulps of the exactly rounded sum on
-10**7 values (tested), where a single running float64 sum drifts by ~10**3 ulps.
+``moments`` answers ``mean``/``var``/``std`` (and their NaN-skipping forms), ``band_moments``
+the masked variance ``nanvar(where(x > t, x, nan))``. The partials combine exactly
+(:func:`combine_moments`, Chan et al.), so dask can merge them across chunks. Layouts as in
+:mod:`dfits.kernels.sums`: ``rows`` reduces the last axis of ``u[A, B]``, ``cols`` the middle
+axis of ``u[A, B, C]``.
 
 Variance: the row kernel sums ``d`` and ``d²`` for ``d = x - k`` in one pass per block, with
 ``k`` the block's first value, and takes ``M2 = Σd² - (Σd)²/n``. That loses about
@@ -35,22 +28,20 @@ exact-combining ``(n, mean, M2)`` partials.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from dfits.kernels._compile import BLOCK, NARROW_BLOCK, TILE, compensated, jit, neumaier
-from dfits.kernels._loaders import Kind, loaders
+from dfits.kernels._compile import TILE, four_rows, jit
+from dfits.kernels._loaders import Kind, keeper, loaders
+from dfits.kernels._run import flat, kept_shape, run
+from dfits.kernels._shape import layout_for
+from dfits.kernels._spec import Spec, normalize_axis, params
+from dfits.kernels.sums import column_adder
 
-__all__ = ["isum_kernels", "moments_kernels", "rawsum_kernels", "sum_kernels"]
+__all__ = ["MOMENTS_BLOCK", "band_moments", "combine_moments", "moments", "moments_kernels"]
 
-_ROWS_PER_TILE = BLOCK // 8
-
-#: columns per tile of the column sum: 8192 float64 accumulators (64 KiB) stay in L2, and each
-#: of the four rows read together streams 32 KiB of float32 before the next jump, long enough
-#: for the hardware prefetcher (measured on a 256×1024×1024 float32 cube, one thread: 14.4 GB/s
-#: with 2048 columns, 17.0 GB/s with 8192, 15.4 GB/s with whole rows)
-SUM_TILE = 4 * TILE
 #: values per block of the row variance kernel. Its per-block work (a shift, a cancellation
 #: check, a Chan merge with three divisions) is heavier than a sum's, and at 2048 values it
 #: cost 10-15 % of the loop; measured on 128 MiB of float64 in memory, one thread, Zen 5:
@@ -65,178 +56,101 @@ _KAPPA = 64.0
 _ROWS_PER_PASS = 64
 
 
-@njit(inline="always", nogil=True)
-def _four_rows(base, o, sb, w):
-    """Four rows of ``w`` values from offset ``o``, ``sb`` apart (the column kernels' passes)."""
-    return (
-        base[o : o + w],
-        base[o + sb : o + sb + w],
-        base[o + 2 * sb : o + 2 * sb + w],
-        base[o + 3 * sb : o + 3 * sb + w],
-    )
+_inline = njit(inline="always", nogil=True)
 
 
-@functools.cache
-def _keeper(kind: Kind, banded: bool):
-    """``keep(x, scale, zero, blank, lo, hi)``: whether a stored value takes part.
+def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
+    """``(n, mean, M2)`` over ``axis``: counts (int64), means and squared deviations (float64).
 
-    Valid values (not NaN or BLANK), or with ``banded`` the physical values inside
-    ``[lo, hi]`` compared as :mod:`dfits.kernels.bands` compares them (NaN and BLANK are
-    never inside): the masked variance of ``where(x > t)``.
+    Where nothing can be missing, or missing values are not skipped, every count is the
+    number of values reduced, and ``n`` comes back as a read-only broadcast of that number.
     """
-    ld = loaders(kind)
-    valid, phys = ld.valid, ld.phys
-    if banded:
+    kind, scale, zero, blank = params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = kept_shape(u, axes)
+    if u.size == 0:
+        return np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)
+    rows, cols = moments_kernels(kind, skipna)
+    layout = layout_for(u, frozenset(axes))
+    every = not (skipna and kind.can_be_missing)  # every value counts
+    if layout is not None and layout[0] == "cols" and every:
+        count = np.int64(np.prod([u.shape[a] for a in axes], dtype=np.int64))
+        mean, m2 = _moment_map(cols, layout[1], shape, scale, zero, blank)
+        return np.broadcast_to(count, shape), mean, m2
+    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
 
-        @njit(inline="always", nogil=True)
-        def keep(x, scale, zero, blank, lo, hi):
-            p = np.float64(phys(x, scale, zero, blank))
-            return (p >= lo) & (p <= hi)
-    else:
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(*flat(v), scale, zero, blank, 0.0, 0.0, *outs_)
+        if form == "cols" and every:
+            outs_[0][...] = v.shape[1]  # counts the column kernel leaves to its caller
 
-        @njit(inline="always", nogil=True)
-        def keep(x, scale, zero, blank, lo, hi):
-            return valid(x, blank)
-
-    return keep
+    return tuple(run(u, axes, outs, call, combine_moments, _fold_moments))
 
 
-def _column_adder(kind: Kind, check: bool, banded: bool = False):
-    """``add(base, o, sb, nrows, w, acc, cnt, scale, zero, blank, lo, hi)``: ``nrows`` rows of
-    ``w`` values from offset ``o``, ``sb`` apart, added column by column into ``acc[:w]``,
-    the values kept (:func:`_keeper`) counted into ``cnt[:w]`` when ``check`` (the column
-    kernels' first pass).
+def _moment_map(cols, v, shape, scale, zero, blank):
+    """Means and M2 of a moment map (``cols``, every value counting): the kernel writes every
+    mean and M2 (no fill pass first) and no counts, which are all the same: a map less of
+    fresh memory per chunk."""
+    mean, m2 = np.empty(shape), np.empty(shape)
+    flat_shape = (v.shape[0], v.shape[2])
+    # no counts: an empty row per kept row, so the kernel's ``out_n[a, c0:c1]`` stays an
+    # in-bounds (empty) slice, bounds checking on or off
+    no_counts = np.empty((v.shape[0], 0), np.int64)
+    cols(*flat(v), scale, zero, blank, 0.0, 0.0, no_counts, mean.reshape(flat_shape),
+         m2.reshape(flat_shape))  # fmt: skip
+    return mean, m2
 
-    Four rows per pass: the tile accumulators are loaded and stored once per four values
-    instead of once per value (measured: the moment-0 kernel ran at 0.5x the speed of the full
-    sum before, 0.8x after; the column variance took 24-25 ms per 128 MiB before, 13.8 after).
+
+def band_moments(
+    u: np.ndarray, spec: Spec, axis: Any = None, *, lo: float = -np.inf, hi: float = np.inf
+):
+    """``(n, mean, M2)`` over ``axis`` of the values inside ``[lo, hi]`` (as
+    :func:`~dfits.kernels.bands.band_sum_count` selects them): int64 counts, float64 means and
+    squared deviations from them, NaN where nothing is inside. The masked variance,
+    ``nanvar(where(x > t, x, nan))``, in one pass over the stored bytes.
     """
-    f64 = loaders(kind).f64
-    keep = _keeper(kind, banded)
+    kind, scale, zero, blank = params(u, spec)
+    axes = normalize_axis(axis, u.ndim)
+    shape = kept_shape(u, axes)
+    outs = [np.zeros(shape, np.int64), np.full(shape, np.nan), np.full(shape, np.nan)]
+    if u.size == 0:
+        return tuple(outs)
+    rows, cols = moments_kernels(kind, True, banded=True)
+    lo, hi = float(lo), float(hi)
 
-    @njit(inline="always", nogil=True)
-    def add(base, o, sb, nrows, w, acc, cnt, scale, zero, blank, lo, hi):
-        first = 0
-        while first + 4 <= nrows:
-            r0, r1, r2, r3 = _four_rows(base, o + first * sb, sb, w)
-            if check:
-                for c in range(w):
-                    x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
-                    k0 = keep(x0, scale, zero, blank, lo, hi)
-                    k1 = keep(x1, scale, zero, blank, lo, hi)
-                    k2 = keep(x2, scale, zero, blank, lo, hi)
-                    k3 = keep(x3, scale, zero, blank, lo, hi)
-                    v0 = f64(x0, scale, zero, blank) if k0 else 0.0
-                    v1 = f64(x1, scale, zero, blank) if k1 else 0.0
-                    v2 = f64(x2, scale, zero, blank) if k2 else 0.0
-                    v3 = f64(x3, scale, zero, blank) if k3 else 0.0
-                    acc[c] += (v0 + v1) + (v2 + v3)
-                    cnt[c] += (np.int64(k0) + np.int64(k1)) + (np.int64(k2) + np.int64(k3))
-            else:
-                for c in range(w):
-                    acc[c] += (f64(r0[c], scale, zero, blank) + f64(r1[c], scale, zero, blank)) + (
-                        f64(r2[c], scale, zero, blank) + f64(r3[c], scale, zero, blank)
-                    )
-            first += 4
-        for b in range(first, nrows):
-            # a 1-D row slice keeps the inner loop simple enough to vectorise
-            row = base[o + b * sb : o + b * sb + w]
-            if check:
-                for c in range(w):
-                    x = row[c]
-                    ok = keep(x, scale, zero, blank, lo, hi)
-                    v = f64(x, scale, zero, blank)
-                    acc[c] += v if ok else 0.0
-                    cnt[c] += np.int64(ok)
-            else:
-                for c in range(w):
-                    acc[c] += f64(row[c], scale, zero, blank)
+    def call(form, v, outs_):
+        (rows if form == "rows" else cols)(*flat(v), scale, zero, blank, lo, hi, *outs_)
 
-    return add
+    return tuple(run(u, axes, outs, call, combine_moments, _fold_moments))
 
 
-@functools.cache
-def sum_kernels(kind: Kind, skipna: bool):
-    """Return ``(rows, cols)`` kernels writing float64 sums and int64 counts of valid values.
+def _fold_moments(parts: list[np.ndarray]) -> list[np.ndarray]:
+    """``(n, mean, M2)`` over the last axis: the pooled mean, and M2 about it (Chan et al.)."""
+    n, mean, m2 = parts
+    tot = n.sum(axis=-1)
+    has = n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(has, n * mean, 0.0).sum(axis=-1) / tot
+        delta = np.where(has, mean - pooled[..., None], 0.0)
+        spread = np.where(has, m2 + n * delta * delta, 0.0).sum(axis=-1)
+    empty = tot == 0
+    return [tot, np.where(empty, np.nan, pooled), np.where(empty, np.nan, spread)]
 
-    Without ``skipna`` a missing value (NaN, BLANK) makes the sum NaN, as in ``numpy.sum``;
-    the count is then the number of elements. With ``skipna`` missing values are left out of
-    both, as in ``numpy.nansum`` and ``numpy.nanmean``.
-    """
-    ld = loaders(kind)
-    valid, f64 = ld.valid, ld.f64
-    check = skipna and kind.can_be_missing
 
-    @jit
-    def rows(base, geo, scale, zero, blank, out_sum, out_n):
-        nrow, length, off, sa = geo
-        for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
-            total = 0.0
-            comp = 0.0
-            n = 0
-            for b0 in range(0, length, BLOCK):
-                blk = ua[b0 : min(b0 + BLOCK, length)]
-                s = 0.0
-                # Index a block slice from 0: with ``range(b0, b1)`` LLVM cannot prove the
-                # index non-negative, keeps numba's wrap-around and vectorises the loop as
-                # gathers (3 GiB/s instead of 14 on AVX-512).
-                if check:
-                    c = 0
-                    for b in range(blk.size):
-                        x = blk[b]
-                        ok = valid(x, blank)
-                        v = f64(x, scale, zero, blank)
-                        s += v if ok else 0.0
-                        c += np.int64(ok)
-                    n += c
-                else:
-                    for b in range(blk.size):
-                        s += f64(blk[b], scale, zero, blank)
-                    n += blk.size
-                total, comp = neumaier(total, comp, s)
-            out_sum[a] = compensated(total, comp)
-            out_n[a] = n
-
-    add = _column_adder(kind, check)
-
-    @jit
-    def cols(base, geo, scale, zero, blank, out_sum, out_n):
-        # ``out_n`` is written only when values can be missing (``check``): otherwise every
-        # column counts ``nb`` and the caller says so without an array pass.
-        na, nb, nc, off, sa, sb = geo
-        part = np.empty(SUM_TILE)
-        comp = np.empty(SUM_TILE)
-        total = np.empty(SUM_TILE)
-        cnt = np.empty(SUM_TILE, np.int64)
-        single = nb <= _ROWS_PER_TILE
-        for a in range(na):
-            for c0 in range(0, nc, SUM_TILE):
-                c1 = min(c0 + SUM_TILE, nc)
-                w = c1 - c0
-                part[:w] = 0.0
-                total[:w] = 0.0
-                comp[:w] = 0.0
-                cnt[:w] = 0
-                for b0 in range(0, nb, _ROWS_PER_TILE):
-                    b1 = min(b0 + _ROWS_PER_TILE, nb)
-                    part[:w] = 0.0
-                    o = off + a * sa + b0 * sb + c0
-                    add(base, o, sb, b1 - b0, w, part, cnt, scale, zero, blank, 0.0, 0.0)
-                    if not single:
-                        for c in range(w):
-                            total[c], comp[c] = neumaier(total[c], comp[c], part[c])
-                dst = out_sum[a, c0:c1]
-                if single:
-                    # one block (e.g. 32 channels of a cube chunk): nothing to compensate
-                    dst[:] = part[:w]
-                else:
-                    for c in range(w):
-                        dst[c] = compensated(total[c], comp[c])
-                if check:
-                    out_n[a, c0:c1] = cnt[:w]
-
-    return rows, cols
+def combine_moments(parts, _sub_size: int = 0):
+    """Merge a list of ``(n, mean, M2)`` partials exactly (Chan et al.), elementwise."""
+    n, mean, m2 = (np.asarray(x, dtype=float).copy() for x in parts[0])
+    for pn, pmean, pm2 in parts[1:]:
+        tot = n + pn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = pmean - mean
+            frac = np.where(tot > 0, pn / np.where(tot > 0, tot, 1), 0.0)
+            new_mean = np.where(n == 0, pmean, np.where(pn == 0, mean, mean + delta * frac))
+            new_m2 = np.where(
+                n == 0, pm2, np.where(pn == 0, m2, m2 + pm2 + delta * delta * n * frac)
+            )
+        n, mean, m2 = tot, new_mean, new_m2
+    return [n.astype(np.int64), mean, m2]
 
 
 @functools.cache
@@ -247,15 +161,33 @@ def moments_kernels(kind: Kind, skipna: bool, banded: bool = False):
     ``M2`` is the sum of squared deviations from ``mean``. Without ``skipna`` a missing value
     makes ``mean`` and ``M2`` NaN (``n`` counts every element), as ``numpy.var`` does. With
     ``banded`` only the values inside ``[lo, hi]`` count (and ``skipna`` is implied); else
-    ``lo`` and ``hi`` are not read.
+    ``lo`` and ``hi`` are not read. ``cols`` writes ``out_n`` only when values can be left
+    out: otherwise every column counts every row and the caller says so.
     """
-    f64 = loaders(kind).f64
-    keep = _keeper(kind, banded)
     check = banded or (skipna and kind.can_be_missing)
+    return _moment_rows(kind, check, banded), _moment_cols(kind, check, banded)
 
-    @njit(inline="always", nogil=True)
+
+@jit
+def _chan(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    """Merge two ``(n, mean, M2)`` partials (Chan, Golub & LeVeque 1979)."""
+    if n_a == 0:
+        return n_b, mean_b, m2_b
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    mean = mean_a + delta * (n_b / n)
+    m2 = m2_a + m2_b + delta * delta * (n_a * (n_b / n))
+    return n, mean, m2
+
+
+def _shifter(kind: Kind, check: bool, banded: bool):
+    """``shifted(blk, k, scale, zero, blank, lo, hi)``: sums of ``d = x - k`` and ``d²`` over
+    the values of ``blk`` kept, and their count."""
+    f64 = loaders(kind).f64
+    keep = keeper(kind, banded)
+
+    @_inline
     def shifted(blk, k, scale, zero, blank, lo, hi):
-        """Sums of ``d = x - k`` and ``d²`` over the values of ``blk`` kept, and their count."""
         s = 0.0
         q = 0.0
         c = 0
@@ -267,6 +199,14 @@ def moments_kernels(kind: Kind, skipna: bool, banded: bool = False):
             q += d * d if ok else 0.0
             c += np.int64(ok)
         return s, q, c
+
+    return shifted
+
+
+def _moment_rows(kind: Kind, check: bool, banded: bool):
+    f64 = loaders(kind).f64
+    keep = keeper(kind, banded)
+    shifted = _shifter(kind, check, banded)
 
     @jit
     def rows(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
@@ -280,7 +220,7 @@ def moments_kernels(kind: Kind, skipna: bool, banded: bool = False):
             mean = 0.0
             m2 = 0.0
             for b0 in range(0, length, MOMENTS_BLOCK):
-                # a block slice indexed from 0 vectorises as plain loads (see ``sum_kernels``)
+                # a block slice indexed from 0 vectorises as plain loads (see ``sums``)
                 blk = ua[b0 : min(b0 + MOMENTS_BLOCK, length)]
                 # one pass of sums shifted by a value of the block itself (or the mean so far)
                 x = blk[0]
@@ -306,12 +246,16 @@ def moments_kernels(kind: Kind, skipna: bool, banded: bool = False):
             out_mean[a] = ref + mean if n > 0 else np.nan
             out_m2[a] = m2 if n > 0 else np.nan
 
-    add = _column_adder(kind, check, banded)
+    return rows
+
+
+def _moment_cols(kind: Kind, check: bool, banded: bool):
+    add = column_adder(kind, check, banded)
+    deviations = _deviations(kind, check, banded)
+    merge = _merger(check)
 
     @jit
     def cols(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
-        # ``out_n`` is written only when values can be missing (``check``): otherwise every
-        # column counts ``nb`` and the caller says so without a map of counts.
         na, nb, nc, off, sa, sb = geo
         s = np.empty(TILE)
         q = np.empty(TILE)
@@ -330,252 +274,82 @@ def moments_kernels(kind: Kind, skipna: bool, banded: bool = False):
                 o0 = off + a * sa + c0
                 for b0 in range(0, nb, _ROWS_PER_PASS):
                     b1 = min(b0 + _ROWS_PER_PASS, nb)
-                    # pass 1, sums (and counts of valid values)
+                    # pass 1, sums (and counts of valid values), then the block's means
                     s[:w] = 0.0
                     if check:
                         c[:w] = 0
                     add(base, o0 + b0 * sb, sb, b1 - b0, w, s, c, scale, zero, blank, lo, hi)
-                    rows_in = b1 - b0
                     for k in range(w):
-                        ck = c[k] if check else rows_in
+                        ck = c[k] if check else b1 - b0
                         s[k] = s[k] / ck if ck > 0 else 0.0
-                    # pass 2, squared deviations from the block's means: the rows are still
-                    # in cache (``_ROWS_PER_PASS`` × TILE values)
+                    # pass 2, squared deviations from them: the rows are still in cache
+                    # (``_ROWS_PER_PASS`` × TILE values)
                     q[:w] = 0.0
-                    first = b0
-                    while first + 4 <= b1:
-                        r0, r1, r2, r3 = _four_rows(base, o0 + first * sb, sb, w)
-                        for k in range(w):
-                            x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
-                            m = s[k]
-                            d0 = f64(x0, scale, zero, blank) - m
-                            d1 = f64(x1, scale, zero, blank) - m
-                            d2 = f64(x2, scale, zero, blank) - m
-                            d3 = f64(x3, scale, zero, blank) - m
-                            if check:
-                                d0 = d0 if keep(x0, scale, zero, blank, lo, hi) else 0.0
-                                d1 = d1 if keep(x1, scale, zero, blank, lo, hi) else 0.0
-                                d2 = d2 if keep(x2, scale, zero, blank, lo, hi) else 0.0
-                                d3 = d3 if keep(x3, scale, zero, blank, lo, hi) else 0.0
-                            q[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
-                        first += 4
-                    for b in range(first, b1):
-                        row = base[o0 + b * sb : o0 + b * sb + w]
-                        for k in range(w):
-                            x = row[k]
-                            d = f64(x, scale, zero, blank) - s[k]
-                            if check:
-                                d = d if keep(x, scale, zero, blank, lo, hi) else 0.0
-                            q[k] += d * d
-                    # merge the block into the tile's partials (Chan et al.), written with
-                    # selects instead of a call per column so that the loop vectorises
-                    for k in range(w):
-                        ck = c[k] if check else rows_in
-                        n_a = on[k] if check else b0
-                        n = n_a + ck
-                        r = ck / n if ck > 0 else 0.0
-                        delta = s[k] - om[k]
-                        mean = om[k] + delta * r
-                        m2 = oq[k] + q[k] + delta * delta * (n_a * r)
-                        om[k] = mean if ck > 0 else om[k]
-                        oq[k] = m2 if ck > 0 else oq[k]
-                        if check:
-                            on[k] = n
+                    deviations(base, o0, sb, b0, b1, w, s, q, scale, zero, blank, lo, hi)
+                    merge(w, b0, b1 - b0, s, q, c, on, om, oq)
                 for k in range(w):
                     if (on[k] if check else nb) == 0:
                         om[k] = np.nan
                         oq[k] = np.nan
 
-    return rows, cols
+    return cols
 
 
-@jit
-def _chan(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
-    """Merge two ``(n, mean, M2)`` partials (Chan, Golub & LeVeque 1979)."""
-    if n_a == 0:
-        return n_b, mean_b, m2_b
-    n = n_a + n_b
-    delta = mean_b - mean_a
-    mean = mean_a + delta * (n_b / n)
-    m2 = m2_a + m2_b + delta * delta * (n_a * (n_b / n))
-    return n, mean, m2
+def _deviations(kind: Kind, check: bool, banded: bool):
+    """``deviations(base, o0, sb, b0, b1, w, s, q, ...)``: squared deviations of rows
+    ``b0:b1`` of a tile from the block means ``s``, added into ``q`` (values kept only)."""
+    f64 = loaders(kind).f64
+    keep = keeper(kind, banded)
+
+    @_inline
+    def deviations(base, o0, sb, b0, b1, w, s, q, scale, zero, blank, lo, hi):
+        first = b0
+        while first + 4 <= b1:
+            r0, r1, r2, r3 = four_rows(base, o0 + first * sb, sb, w)
+            for k in range(w):
+                x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+                m = s[k]
+                d0 = f64(x0, scale, zero, blank) - m
+                d1 = f64(x1, scale, zero, blank) - m
+                d2 = f64(x2, scale, zero, blank) - m
+                d3 = f64(x3, scale, zero, blank) - m
+                if check:
+                    d0 = d0 if keep(x0, scale, zero, blank, lo, hi) else 0.0
+                    d1 = d1 if keep(x1, scale, zero, blank, lo, hi) else 0.0
+                    d2 = d2 if keep(x2, scale, zero, blank, lo, hi) else 0.0
+                    d3 = d3 if keep(x3, scale, zero, blank, lo, hi) else 0.0
+                q[k] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+            first += 4
+        for b in range(first, b1):
+            row = base[o0 + b * sb : o0 + b * sb + w]
+            for k in range(w):
+                x = row[k]
+                d = f64(x, scale, zero, blank) - s[k]
+                if check:
+                    d = d if keep(x, scale, zero, blank, lo, hi) else 0.0
+                q[k] += d * d
+
+    return deviations
 
 
-@functools.cache
-def isum_kernels(kind: Kind):
-    """Return ``(rows, cols)`` kernels summing integer physical values exactly.
+def _merger(check: bool):
+    """``merge(w, b0, rows_in, s, q, c, on, om, oq)``: a block's means ``s`` and M2 ``q``
+    merged into the tile's partials (Chan et al.), written with selects instead of a call per
+    column so that the loop vectorises."""
 
-    ``numpy.sum`` of an ``int16``/``uint16``/... array is an exact ``int64``/``uint64`` (with
-    numpy's wrap-around on overflow); the caller zeroes ``out_sum`` with that dtype and the
-    kernel accumulates in it. Only for kinds without missing values (raw or offset integers).
-    """
-    phys = loaders(kind).phys
-    narrow = kind.bitpix in (8, 16)
-    # unsigned physical values: raw bytes, and 16-bit with the BZERO = 2**15 offset; a block
-    # sum must be added in the caller's accumulator type (uint64 + int32 is float64 in numba)
-    acc_t = np.uint64 if (kind.bitpix == 8) != (kind.mode == "offset") else np.int64
+    @_inline
+    def merge(w, b0, rows_in, s, q, c, on, om, oq):
+        for k in range(w):
+            ck = c[k] if check else rows_in
+            n_a = on[k] if check else b0
+            n = n_a + ck
+            r = ck / n if ck > 0 else 0.0
+            delta = s[k] - om[k]
+            mean = om[k] + delta * r
+            m2 = oq[k] + q[k] + delta * delta * (n_a * r)
+            om[k] = mean if ck > 0 else om[k]
+            oq[k] = m2 if ck > 0 else oq[k]
+            if check:
+                on[k] = n
 
-    @jit
-    def rows(base, geo, scale, zero, blank, out_sum):
-        nrow, length, off, sa = geo
-        for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
-            t = out_sum[a]
-            if narrow:  # int32 lanes within a block, as in ``rawsum_kernels``
-                for b0 in range(0, length, NARROW_BLOCK):
-                    blk = ua[b0 : min(b0 + NARROW_BLOCK, length)]
-                    s32 = np.int32(0)
-                    for b in range(blk.size):
-                        s32 = np.int32(s32 + np.int32(phys(blk[b], scale, zero, blank)))
-                    t += acc_t(s32)
-            else:
-                for b in range(length):
-                    t += phys(ua[b], scale, zero, blank)
-            out_sum[a] = t
-
-    @jit
-    def cols(base, geo, scale, zero, blank, out_sum):
-        na, nb, nc, off, sa, sb = geo
-        if narrow:  # int32 column tiles, as in ``rawsum_kernels``
-            s32 = np.empty(TILE, np.int32)
-            for a in range(na):
-                acc = out_sum[a]
-                for c0 in range(0, nc, TILE):
-                    w = min(TILE, nc - c0)
-                    for b0 in range(0, nb, NARROW_BLOCK):
-                        s32[:w] = 0
-                        for b in range(b0, min(b0 + NARROW_BLOCK, nb)):
-                            o = off + a * sa + b * sb + c0
-                            row = base[o : o + w]
-                            for c in range(w):
-                                s32[c] = np.int32(
-                                    s32[c] + np.int32(phys(row[c], scale, zero, blank))
-                                )
-                        for c in range(w):
-                            acc[c0 + c] += acc_t(s32[c])
-            return
-        for a in range(na):
-            acc = out_sum[a]
-            for b in range(nb):
-                o = off + a * sa + b * sb
-                row = base[o : o + nc]
-                for c in range(nc):
-                    acc[c] += phys(row[c], scale, zero, blank)
-
-    return rows, cols
-
-
-@functools.cache
-def rawsum_kernels(kind: Kind):
-    """Return ``(rows, cols)`` kernels summing scaled 8/16/32-bit integers from stored values.
-
-    For scaled integer data ``Σ (bscale·x + bzero) = bscale·Σx + bzero·n``: summing the stored
-    integers exactly and scaling once is both faster and more accurate than converting every
-    value to float64. Every stored value is summed (int32 lanes within blocks of
-    :data:`NARROW_BLOCK` values for 8/16 bits, int64 for 32) with the BLANKs counted
-    alongside, and ``BLANK × count`` is taken off after: no select per value, half the
-    widening. On AVX-512 Intel cores the per-value int64 form is bound by the one shuffle port.
-
-    The kernels write (``=`` for ``rows``, ``+=`` per block of rows for ``cols``) the scaled
-    totals into ``out_total`` (any float dtype; NaN where a BLANK is summed without ``skipna``,
-    as NaN does in ``numpy.sum``) and, when ``with_n``, the counts of non-BLANK values into the
-    int64 ``out_n``. No int64 map is filled on the way: for a moment map those maps were the
-    larger part of each chunk task in a fresh process (fresh pages are dear).
-    """
-    signed = loaders(Kind(kind.bitpix, "raw", False, kind.swap)).phys
-    has_blank = kind.has_blank
-    narrow = kind.bitpix in (8, 16)
-    step = NARROW_BLOCK if narrow else 1 << 62
-    lane = np.int32 if narrow else np.int64  # column-tile sums and counts within a block
-
-    @jit
-    def rows(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
-        nrow, length, off, sa = geo
-        bv = np.int64(signed(blank, 1.0, 0.0, blank))
-        for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
-            s = 0
-            nb = 0
-            for b0 in range(0, length, step):
-                blk = ua[b0 : min(b0 + step, length)]
-                if narrow:
-                    s32 = np.int32(0)
-                    c32 = np.int32(0)
-                    for b in range(blk.size):
-                        x = blk[b]
-                        s32 = np.int32(s32 + np.int32(signed(x, 1.0, 0.0, blank)))
-                        c32 = np.int32(c32 + np.int32(has_blank and x == blank))
-                    s += np.int64(s32)
-                    nb += np.int64(c32)
-                else:
-                    for b in range(blk.size):
-                        x = blk[b]
-                        s += np.int64(signed(x, 1.0, 0.0, blank))
-                        nb += np.int64(has_blank and x == blank)
-            n = length - nb
-            raw = np.float64(s - nb * bv)
-            out_total[a] = np.nan if nb > 0 and not skipna else scale * raw + zero * np.float64(n)
-            if with_n:
-                out_n[a] = n
-
-    @jit
-    def cols(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
-        # column tiles with int32 sums (8/16 bits) over up to a block of rows, four rows per
-        # pass; the outputs are touched once per tile and block instead of once per row
-        na, nb_, nc, off, sa, sb = geo
-        bv = np.int64(signed(blank, 1.0, 0.0, blank))
-        ts = np.empty(SUM_TILE, lane)
-        tk = np.empty(SUM_TILE, lane)
-        for a in range(na):
-            tot = out_total[a]
-            for c0 in range(0, nc, SUM_TILE):
-                w = min(SUM_TILE, nc - c0)
-                for b0 in range(0, nb_, step):
-                    b1 = min(b0 + step, nb_)
-                    ts[:w] = 0
-                    tk[:w] = 0
-                    first = b0
-                    while first + 4 <= b1:
-                        r0, r1, r2, r3 = _four_rows(base, off + a * sa + first * sb + c0, sb, w)
-                        for c in range(w):
-                            x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
-                            if narrow:
-                                v = (
-                                    np.int32(signed(x0, 1.0, 0.0, blank))
-                                    + np.int32(signed(x1, 1.0, 0.0, blank))
-                                ) + (
-                                    np.int32(signed(x2, 1.0, 0.0, blank))
-                                    + np.int32(signed(x3, 1.0, 0.0, blank))
-                                )
-                                ts[c] = np.int32(ts[c] + np.int32(v))
-                            else:
-                                ts[c] += (
-                                    np.int64(signed(x0, 1.0, 0.0, blank))
-                                    + np.int64(signed(x1, 1.0, 0.0, blank))
-                                ) + (
-                                    np.int64(signed(x2, 1.0, 0.0, blank))
-                                    + np.int64(signed(x3, 1.0, 0.0, blank))
-                                )
-                            if has_blank:
-                                k = (np.int32(x0 == blank) + np.int32(x1 == blank)) + (
-                                    np.int32(x2 == blank) + np.int32(x3 == blank)
-                                )
-                                tk[c] = tk[c] + k
-                        first += 4
-                    for b in range(first, b1):
-                        o = off + a * sa + b * sb + c0
-                        row = base[o : o + w]
-                        for c in range(w):
-                            x = row[c]
-                            ts[c] = ts[c] + signed(x, 1.0, 0.0, blank)
-                            tk[c] = tk[c] + np.int64(has_blank and x == blank)
-                    rows_in = np.int64(b1 - b0)
-                    for c in range(w):
-                        k = np.int64(tk[c])
-                        raw = np.float64(np.int64(ts[c]) - k * bv)
-                        t = scale * raw + zero * np.float64(rows_in - k)
-                        tot[c0 + c] += np.nan if k > 0 and not skipna else t
-                        if with_n:
-                            out_n[a, c0 + c] += rows_in - k
-
-    return rows, cols
+    return merge
