@@ -194,9 +194,12 @@ def _shifter(kind: Kind, check: bool, banded: bool):
         for b in range(blk.size):
             x = blk[b]
             ok = not check or keep(x, scale, zero, blank, lo, hi)
+            # one select, then both sums: with a select on each sum LLVM left the loop
+            # scalar (nanvar of rows ran one value at a time, AVX2 and SSE2 alike)
             d = f64(x, scale, zero, blank) - k
-            s += d if ok else 0.0
-            q += d * d if ok else 0.0
+            d = d if ok else 0.0
+            s += d
+            q += d * d
             c += np.int64(ok)
         return s, q, c
 
