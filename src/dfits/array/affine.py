@@ -108,8 +108,8 @@ def affine_spec(spec: Any, ufunc: Any, other: Any, first: bool) -> Any | None:
     if not held:
         return None  # (a constant float32 cannot hold is numpy's overflow, not ours)
     if ufunc is np.true_divide:
-        if not first or not _power_of_two(c):
-            return None
+        if not first or not _power_of_two(c) or not math.isfinite(1.0 / c):
+            return None  # (1 / 5e-324 overflows: numpy's division, not a rescale)
         ufunc, c = np.multiply, 1.0 / c
     if ufunc is np.multiply:
         if c == 0.0:
