@@ -78,6 +78,11 @@ def extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
     The value-only kernel; answered from the indexed pass when that is memoised.
     """
     memo = x._memo.get(("indexed", axes, want_max))
+    if memo is None and _columns(x, axes):
+        # along outer axes the indexed kernel runs faster than the value-only one (18 ms
+        # against 39 ms for 128 MiB of float32 here; int16 and float64 alike), so run it:
+        # dask's argmax asks the maximum first and its index next, and both answer from it
+        memo = indexed(x, axes, want_max)
     if memo is not None:
         val, idx, nanidx = memo
         # indexed kernel: idx is -1 where a slice has no valid value, nanidx the first NaN
@@ -87,6 +92,11 @@ def extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
         ("extrema", axes, want_max),
         lambda: kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False),
     )
+
+
+def _columns(x: StoredChunk, axes: tuple[int, ...]) -> bool:
+    """True when the kernels reduce ``axes`` column-wise: the chunk's last axis is kept."""
+    return bool(axes) and x.ndim - 1 not in axes and x.shape[-1] > 1
 
 
 def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
