@@ -27,6 +27,7 @@ import numpy as np
 
 from dfits._lazy import kernels
 from dfits.array import steps as m
+from dfits.array.argsteps import ARG_REDUCTIONS, arg_reduce
 from dfits.array.stored import StoredChunk
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ def reduce(
         A dfits array (fused kernels on the stored bytes) or any dask array (numpy).
     how : str
         A key of :data:`AGGREGATIONS`: ``sum``, ``mean``, ``var``, ``std``, ``min``, ``max``
-        and their ``nan`` forms, and ``count`` (values that are not NaN or BLANK).
+        and their ``nan`` forms, ``count`` (values that are not NaN or BLANK), and the
+        positions ``argmax``, ``argmin``, ``nanargmax``, ``nanargmin`` (one ``axis`` or
+        None, as numpy; see :mod:`dfits.array.argsteps`).
     axis : int or tuple of int, optional
         The axes reduced (all by default).
     keepdims : bool
@@ -108,7 +111,14 @@ def reduce(
     """
     import dask.array as da
 
-    agg = AGGREGATIONS[how]
+    if how in ARG_REDUCTIONS:
+        if band is not None or options:
+            raise TypeError(f"{how} takes no band or options")
+        return arg_reduce(x, how, axis, keepdims=keepdims, split_every=split_every)
+    agg = AGGREGATIONS.get(how)
+    if agg is None:
+        known = ", ".join(sorted((*AGGREGATIONS, *ARG_REDUCTIONS)))
+        raise ValueError(f"unknown reduction {how!r}; choose from {known}")
     axes = kernels.normalize_axis(axis, x.ndim)
     dtype = agg.dtype(x.dtype)
     skipna = agg.skipna or band is not None

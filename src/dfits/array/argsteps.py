@@ -1,0 +1,154 @@
+"""Positions of extremes (``argmax``/``argmin`` and their ``nan`` forms) as reductions dfits owns.
+
+An index is only meaningful with the block's place in the array, which a ``da.reduction``
+chunk step is not told. So each block's partial is made by ``da.blockwise`` over the block
+and one ``arange`` per axis (their blocks carry the global positions), and a ``da.reduction``
+then combines the partials. A partial is ``{"value", "index", "valid", "nan"}`` with the
+reduced axes kept: the extreme of the valid values, its global index (flat over the reduced
+axes, C order, as numpy counts), whether the slice had a valid value, and the global index of
+its first NaN (-1 where none). Ties and NaNs go to the smaller global index, which is
+numpy's "first occurrence" whatever order the blocks combine in. A stored chunk's partial
+comes from the memoised indexed kernel pass (the same pass its maximum answers from).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dfits.array import passes
+from dfits.array.stored import StoredChunk
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+__all__ = ["ARG_REDUCTIONS", "arg_reduce"]
+
+#: name -> (wants the maximum, skips NaN)
+ARG_REDUCTIONS = {
+    "argmax": (True, False),
+    "argmin": (False, False),
+    "nanargmax": (True, True),
+    "nanargmin": (False, True),
+}
+
+
+def arg_reduce(
+    x: da.Array, how: str, axis: int | None = None, *, keepdims: bool = False,
+    split_every: int | None = None,
+) -> da.Array:  # fmt: skip
+    """numpy's ``how`` (``argmax``, ``argmin``, ``nanargmax``, ``nanargmin``) of ``x``.
+
+    ``axis`` is one axis or None (the flat index over the whole array, C order).
+    """
+    import dask.array as da
+
+    want_max, skipna = ARG_REDUCTIONS[how]
+    if axis is not None and np.ndim(axis) != 0:
+        raise TypeError(f"{how} takes a single axis or None, not {axis!r}")
+    axes = tuple(range(x.ndim)) if axis is None else (int(axis) % max(x.ndim, 1),)
+    if x.size == 0:
+        raise ValueError(f"attempt to get {how} of an empty sequence")
+    ind = tuple(range(x.ndim))
+    positions = [da.arange(n, chunks=(c,)) for n, c in zip(x.shape, x.chunks, strict=True)]
+    pos_args = [a for i, p in enumerate(positions) for a in (p, (ind[i],))]
+    parts = da.blockwise(
+        functools.partial(_partial, want_max, axes, x.shape), ind, x, ind, *pos_args,
+        adjust_chunks=dict.fromkeys(axes, 1), dtype=np.intp, meta=np.empty((0,) * x.ndim),
+    )  # fmt: skip
+    out_ndim = x.ndim if keepdims else x.ndim - len(axes)
+    return da.reduction(
+        parts, _keep, functools.partial(_finish, want_max, skipna), axis=axes,
+        combine=functools.partial(_combine, want_max), keepdims=keepdims, dtype=np.intp,
+        split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, np.intp),
+        name=f"dfits-{how}",
+    )  # fmt: skip
+
+
+def _partial(want_max: bool, axes, shape, block, *positions) -> dict:
+    """One block's partial (kept dims), indices made global from its positions."""
+    offsets = [int(p[0]) if p.size else 0 for p in positions]
+    if isinstance(block, StoredChunk) and not block.decoded:
+        value, idx, nanidx = passes.indexed(block, axes, want_max)
+    else:
+        value, idx, nanidx = _numpy_indexed(np.asarray(block), axes, want_max)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(block.shape))
+    local = [block.shape[a] for a in axes]
+    total = [shape[a] for a in axes]
+    offs = [offsets[a] for a in axes]
+    return {
+        "value": np.reshape(np.asarray(value), kept),
+        "index": np.reshape(_global(np.asarray(idx), local, offs, total), kept),
+        "valid": np.reshape(np.asarray(idx) >= 0, kept),
+        "nan": np.reshape(_global(np.asarray(nanidx), local, offs, total), kept),
+    }
+
+
+def _global(idx: np.ndarray, local: list[int], offsets: list[int], total: list[int]):
+    """Flat indices within a block's reduced axes as flat indices within the array's
+    (-1, for none, stays -1)."""
+    found = idx >= 0
+    coords = np.unravel_index(np.where(found, idx, 0), local)
+    shifted = tuple(c + o for c, o in zip(coords, offsets, strict=True))
+    return np.where(found, np.ravel_multi_index(shifted, total), -1).astype(np.int64)
+
+
+def _numpy_indexed(v: np.ndarray, axes, want_max: bool):
+    """``(value, index, first NaN index)`` of an in-memory block, flat over ``axes``."""
+    kept = [i for i in range(v.ndim) if i not in axes]
+    flat = np.transpose(v, kept + list(axes)).reshape([v.shape[i] for i in kept] + [-1])
+    if flat.dtype.kind != "f":
+        idx = (np.argmax if want_max else np.argmin)(flat, axis=-1)
+        return np.take_along_axis(flat, idx[..., None], -1)[..., 0], idx, np.full(idx.shape, -1)
+    nan = np.isnan(flat)
+    none = nan.all(axis=-1)
+    filled = np.where(none[..., None], 0, flat)  # numpy's nanarg* refuse all-NaN slices
+    idx = (np.nanargmax if want_max else np.nanargmin)(filled, axis=-1)
+    value = np.take_along_axis(filled, idx[..., None], -1)[..., 0]
+    nanidx = np.where(nan.any(axis=-1), np.argmax(nan, axis=-1), -1)
+    return value, np.where(none, -1, idx), nanidx
+
+
+def _keep(part: dict, axis, keepdims: bool, **_) -> dict:
+    return part
+
+
+def _flat(parts) -> list[dict]:
+    if isinstance(parts, dict):
+        return [parts]
+    return [p for item in parts for p in _flat(item)]
+
+
+def _pair(want_max: bool, a: dict, b: dict) -> dict:
+    """The partial of two partials: the better valid extreme (ties to the smaller index)."""
+    ahead = (b["value"] > a["value"]) if want_max else (b["value"] < a["value"])
+    tie = (b["value"] == a["value"]) & (b["index"] < a["index"])
+    take_b = b["valid"] & (~a["valid"] | ahead | tie)
+    nan = np.where(a["nan"] < 0, b["nan"], np.where(b["nan"] < 0, a["nan"],
+                   np.minimum(a["nan"], b["nan"])))  # fmt: skip
+    return {
+        "value": np.where(take_b, b["value"], a["value"]),
+        "index": np.where(take_b, b["index"], a["index"]),
+        "valid": a["valid"] | b["valid"],
+        "nan": nan,
+    }
+
+
+def _combine(want_max: bool, parts, axis, keepdims: bool, **_) -> dict:
+    return functools.reduce(functools.partial(_pair, want_max), _flat(parts))
+
+
+def _finish(want_max: bool, skipna: bool, parts, axis, keepdims: bool, **kw) -> np.ndarray:
+    if kw.get("computing_meta"):
+        return parts
+    p = _combine(want_max, parts, axis, keepdims)
+    if skipna:
+        if not np.all(p["valid"]):
+            raise ValueError("All-NaN slice encountered")
+        value = p["index"]
+    else:
+        value = np.where(p["nan"] >= 0, p["nan"], p["index"])  # numpy: the first NaN wins
+    value = np.asarray(value, dtype=np.intp)
+    return value if keepdims else value.squeeze(axis=tuple(axis))
