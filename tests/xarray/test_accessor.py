@@ -202,3 +202,40 @@ def test_moments_plan_chunks_along_the_spectral_axis(da):
         got = [thin.fits.moment(order).values for order in (0, 1, 2)]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("how", "dim"),
+    [("nanstd", "freq"), ("std", ("y", "x")), ("nanmean", None), ("nanargmax", "freq"),
+     ("argmin", None), ("count", "freq"), ("nanvar", "x")],
+)  # fmt: skip
+def test_reduce_matches_numpy_and_names_the_result(da, cube_data, how, dim):
+    dims = da.dims if dim is None else (dim,) if isinstance(dim, str) else dim
+    axes = tuple(da.get_axis_num(d) for d in dims)
+    values = cube_data.astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if how == "count":
+            want = np.sum(~np.isnan(values), axis=axes)
+        elif "arg" in how:
+            want = getattr(np, how)(values, axis=None if dim is None else axes[0])
+        else:
+            want = getattr(np, how)(values, axis=axes)
+    got = da.fits.reduce(how, dim)
+    assert got.name == how
+    assert set(got.dims) == set(da.dims) - set(dims)
+    np.testing.assert_allclose(got.values, want, rtol=1e-6, equal_nan=True)
+    units = da.attrs.get("units", "")
+    if "arg" in how or how == "count":
+        assert "units" not in got.attrs
+    elif "var" in how:
+        assert got.attrs.get("units", "") == (f"({units})2" if units else "")
+
+
+def test_reduce_errors(da):
+    with pytest.raises(ValueError, match="not a dimension"):
+        da.fits.reduce("sum", "nope")
+    with pytest.raises(TypeError, match="single axis"):
+        da.fits.reduce("argmax", ("y", "x"))
+    with pytest.raises(ValueError, match="unknown reduction 'median'; choose from argmax"):
+        da.fits.reduce("median", "freq")

@@ -133,6 +133,39 @@ class FitsDataArrayAccessor:
             self._check_dim(along)
         return self._obj.copy(deep=False, data=fused_dask(self._obj, along))
 
+    def reduce(self, how: str, dim: Hashable | tuple[Hashable, ...] | None = None,
+               **options: Any) -> xr.DataArray:  # fmt: skip
+        """``how`` over ``dim`` (all dims by default) with one fused kernel pass per chunk.
+
+        ``how`` is an entry of :data:`dfits.array.AGGREGATIONS` (``sum``, ``mean``,
+        ``var``, ``std``, ``min``, ``max``, their ``nan`` forms, ``count``) or a position
+        (``argmax``, ``argmin``, ``nanargmax``, ``nanargmin``: one ``dim`` or all, numpy's
+        flat index). Where ``.std(dim)`` through xarray costs a sum pass and a moments pass
+        per chunk (dask asks for the sum first), ``reduce("std", dim)`` asks for one.
+        ``options``: ``ddof`` for ``var``/``std``, ``band=(lo, hi)`` for threshold cuts.
+
+        Examples
+        --------
+        >>> noise = cube.fits.reduce("nanstd", "freq")            # doctest: +SKIP
+        >>> peak_channel = cube.fits.reduce("nanargmax", "freq")  # doctest: +SKIP
+        """
+        from dfits.array import reduce
+
+        obj = self._obj
+        dims = obj.dims if dim is None else (dim,) if isinstance(dim, str) else tuple(dim)
+        for d in dims:
+            self._check_dim(d)
+        axes = tuple(obj.get_axis_num(d) for d in dims)
+        along = dims[0] if len(dims) == 1 else None
+        axis = axes[0] if "arg" in how and len(axes) == 1 else axes
+        out = reduce(fused_dask(obj, along), how, axis=None if dim is None else axis, **options)
+        units = str(obj.attrs.get("units", ""))
+        if "arg" in how or how == "count":
+            units = ""
+        elif "var" in how and units:
+            units = f"({units})2"
+        return _reduced(obj, out, tuple(str(d) for d in dims), how, units)
+
     # -- moments --------------------------------------------------------------------------
     def moment(
         self,
@@ -297,6 +330,9 @@ class FitsDatasetAccessor:
 
     def moment(self, order: int, dim: str | None = None, **kw: Any) -> xr.DataArray:
         return self._main().moment(order, dim, **kw)
+
+    def reduce(self, how: str, dim: Any = None, **options: Any) -> xr.DataArray:
+        return self._main().reduce(how, dim, **options)
 
     def spectrum(self, *args: Any, **kw: Any) -> xr.DataArray:
         return self._main().spectrum(*args, **kw)
