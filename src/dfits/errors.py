@@ -17,6 +17,7 @@ __all__ = [
     "HeaderError",
     "MissingFileError",
     "NotFITSError",
+    "OutputExistsError",
     "RemoteReadError",
     "TruncatedFileError",
     "UnsupportedError",
@@ -88,3 +89,7 @@ class MissingFileError(DfitsError, FileNotFoundError):
 
 class RemoteReadError(DfitsError, OSError):
     """A remote byte-range read failed or returned something other than the bytes asked for."""
+
+
+class OutputExistsError(DfitsError, FileExistsError):
+    """A write would replace an existing file and ``overwrite`` was not asked for."""
