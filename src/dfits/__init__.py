@@ -22,6 +22,7 @@ from dfits.errors import (
     HeaderError,
     MissingFileError,
     NotFITSError,
+    OutputExistsError,
     RemoteReadError,
     TruncatedFileError,
     UnsupportedError,
@@ -34,6 +35,8 @@ from dfits.jupyter import _register as _jupyter_register  # noqa: F401
 if TYPE_CHECKING:
     from dfits.file import HDU, FitsFile, open
     from dfits.format.header import Header
+    from dfits.io.verify import verify_checksum
+    from dfits.xarray.tofits import to_fits
 
 __version__ = "0.1.0"
 
@@ -49,10 +52,13 @@ __all__ = [
     "HeaderError",
     "MissingFileError",
     "NotFITSError",
+    "OutputExistsError",
     "RemoteReadError",
     "TruncatedFileError",
     "UnsupportedError",
     "open",
+    "to_fits",
+    "verify_checksum",
 ]
 
 _LAZY = {
@@ -60,6 +66,8 @@ _LAZY = {
     "FitsFile": "dfits.file",
     "HDU": "dfits.file",
     "Header": "dfits.format.header",
+    "to_fits": "dfits.xarray.tofits",
+    "verify_checksum": "dfits.io.verify",
 }
 
 

@@ -301,6 +301,12 @@ class FitsDataArrayAccessor:
         """A grid of ``n`` channel maps (means of equal channel groups), one colour scale."""
         return figure("channel_maps", self._as_hdu(), n, full=full, **kw)
 
+    def to_fits(self, path: Any, **kw: Any) -> Any:
+        """Write this DataArray as a FITS file, header and WCS kept (:func:`dfits.to_fits`)."""
+        from dfits.xarray.tofits import to_fits
+
+        return to_fits(self._obj, path, **kw)
+
 
 class FitsDatasetAccessor:
     """``ds.fits``: the accessor of the Dataset's one FITS data variable."""

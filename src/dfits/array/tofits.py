@@ -1,0 +1,124 @@
+"""Dask and numpy arrays to FITS: one task per chunk writes its own bytes of one file.
+
+The contract: :func:`write_images` lays out image HDUs (:mod:`dfits.format.imagehdu`), and
+builds a graph of plain delayed calls — create the pre-sized temporary file with its headers,
+one :func:`~dfits.io.fitswriter.write_block` per chunk (each task holds the plan, the chunk's
+start and its values, returns a 32-bit sum), one finalize that combines the sums into
+DATASUM/CHECKSUM and renames the file into place. Memory stays at the chunks in flight plus
+one bounded encode buffer per task. It runs on any scheduler whose workers share the
+filesystem (threads, processes, ``dask.distributed``). ``compute=False`` returns the
+``Delayed`` (whose result is the path); computing it later writes the file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dfits.errors import where
+from dfits.format.imagehdu import UserCard, image_header, parse_storage
+from dfits.io import fitswriter
+from dfits.io.fitswriter import WritePlan
+
+__all__ = ["ImageItem", "write_images"]
+
+
+@dataclass
+class ImageItem:
+    """One image HDU to write: its values (dask, numpy or array-like), cards and EXTNAME."""
+
+    data: Any
+    cards: list[UserCard] = field(default_factory=list)
+    extname: str | None = None
+
+
+def _as_dask(data: Any, what: str) -> Any:
+    import dask.array as da
+
+    x = data if isinstance(data, da.Array) else da.asarray(np.asarray(data))
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if any(np.isnan(n) for n in x.shape):
+        raise ValueError(f"{what}: the array's shape is unknown {x.shape}; compute_chunk_sizes()")
+    return x
+
+
+def _headers(items: Sequence[ImageItem], path: str, primary: bool, checksum: bool, first: int):
+    out, arrays = [], []
+    if not primary:
+        if first == 0:
+            empty = parse_storage("uint8", where(path, 0))
+            head = image_header((), empty, primary=True, extend=True, checksum=checksum)
+            out.append((head, (), empty, checksum))
+            arrays.append(None)
+        first = max(first, 1)
+    for i, item in enumerate(items):
+        what = where(path, first + i, item.extname)
+        x = _as_dask(item.data, what)
+        storage = parse_storage(x.dtype, what)
+        head = image_header(
+            x.shape, storage, primary=primary, cards=item.cards, extname=item.extname,
+            extend=False, checksum=checksum, what=what,
+        )  # fmt: skip
+        out.append((head, x.shape, storage, checksum))
+        arrays.append(x)
+    return out, arrays
+
+
+def _write(p: WritePlan, hdu: int, values: Any, starts: tuple[int, ...], _ready: bool) -> int:
+    return fitswriter.write_block(p, hdu, values, starts)
+
+
+def _graph(p: WritePlan, arrays: list[Any], ready: Any) -> Any:
+    from dask import delayed
+
+    sums: list[list[Any]] = []
+    for i, x in enumerate(arrays):
+        if x is None or x.size == 0:
+            sums.append([])
+            continue
+        offsets = [np.cumsum((0, *c[:-1])).tolist() for c in x.chunks]
+        blocks = x.to_delayed().ravel()
+        # a retried task writes the same bytes: names follow the plan and the block
+        sums.append([
+            delayed(_write, pure=True)(p, i, block, tuple(starts), ready)
+            for block, starts in zip(blocks, itertools.product(*offsets), strict=True)
+        ])  # fmt: skip
+    return delayed(fitswriter.finalize, pure=True)(p, sums)
+
+
+def write_images(
+    items: Sequence[ImageItem],
+    path: str | os.PathLike[str],
+    *,
+    primary: bool,
+    overwrite: bool = False,
+    checksum: bool = True,
+    compute: bool = True,
+) -> Any:
+    """Write image HDUs to ``path``: the first as the primary HDU when ``primary``, else all
+    as IMAGE extensions after an empty primary. Returns the path, or a ``Delayed``."""
+    from dask import delayed
+
+    target = os.fspath(path)
+    headers, arrays = _headers(items, target, primary, checksum, 0)
+    p = fitswriter.plan(target, headers, overwrite=overwrite)
+    ready = delayed(fitswriter.create, pure=False)(p)
+    graph = _graph(p, arrays, ready)
+    if not compute:
+        return graph
+    return run(graph, p)
+
+
+def run(graph: Any, p: WritePlan) -> str:
+    """Compute a write graph; on any failure remove the temporary file and re-raise."""
+    try:
+        return str(graph.compute())
+    except BaseException:
+        fitswriter.abort(p)
+        raise

@@ -1,0 +1,137 @@
+"""dfits.to_fits of arrays, DataArrays and Datasets: read back equal in astropy and dfits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from astropy.io import fits
+from astropy.wcs import WCS
+
+import dfits
+
+
+def _fitsverify(path):
+    tool = shutil.which("fitsverify")
+    if tool is None:
+        pytest.skip("fitsverify not installed (apt-get install fitsverify)")
+    out = subprocess.run([tool, "-q", str(path)], capture_output=True, text=True, check=False)
+    assert "verification OK" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u2", "i1", "u1", "i4", "u4", "i8", "u8"])
+def test_dask_array_round_trip(tmp_path, dtype):
+    values = (np.random.default_rng(0).standard_normal((7, 13, 5)) * 100).astype(dtype)
+    path = tmp_path / "x.fits"
+    dfits.to_fits(da.from_array(values, chunks=(3, 4, 2)), path, header={"OBJECT": "M 1"})
+    with fits.open(path, checksum=True) as hl:
+        np.testing.assert_array_equal(hl[0].data, values)
+        assert hl[0].data.dtype.newbyteorder("=") == values.dtype
+        assert hl[0].header["OBJECT"] == "M 1"
+    np.testing.assert_array_equal(dfits.open(path)[0].data.compute(), values)
+    assert all(h.ok and h.checksum.status == "ok" for h in dfits.verify_checksum(path))
+    _fitsverify(path)
+
+
+def test_sequence_is_a_multi_extension_file(tmp_path):
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(5, dtype="i4")
+    named = xr.DataArray(b, dims="x", name="sci")
+    path = tmp_path / "mef.fits"
+    dfits.to_fits([a, named], path)
+    with fits.open(path, checksum=True) as hl:
+        assert len(hl) == 3
+        assert hl[0].data is None
+        np.testing.assert_array_equal(hl[1].data, a)
+        np.testing.assert_array_equal(hl["SCI"].data, b)
+    _fitsverify(path)
+
+
+def test_dataset_one_hdu_per_variable(tmp_path):
+    x = xr.DataArray(np.ones((3, 4)), dims=("y", "x"), coords={"x": np.arange(4) * 2.0 + 10})
+    ds = xr.Dataset({"flux": x.assign_attrs(units="Jy"), "err": x * 0.1})
+    path = tmp_path / "ds.fits"
+    dfits.to_fits(ds, path)
+    with fits.open(path, checksum=True) as hl:
+        assert [h.name for h in hl] == ["PRIMARY", "FLUX", "ERR"]
+        assert hl["FLUX"].header["BUNIT"] == "Jy"
+        w = WCS(hl["FLUX"].header)
+        np.testing.assert_allclose(w.pixel_to_world_values(np.arange(4), 0)[0], x["x"])
+    _fitsverify(path)
+
+
+@pytest.fixture
+def cube(tmp_path):
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal((6, 20, 30)).astype("f4")
+    header = fits.Header()
+    for k, v in {
+        "CTYPE1": "RA---SIN", "CTYPE2": "DEC--SIN", "CTYPE3": "FREQ",
+        "CRVAL1": 150.0, "CRVAL2": 2.0, "CRVAL3": 1e11, "CDELT1": -1e-3, "CDELT2": 1e-3,
+        "CDELT3": 1e6, "CRPIX1": 15.0, "CRPIX2": 10.0, "CRPIX3": 1.0, "CUNIT3": "Hz",
+        "BUNIT": "Jy/beam", "OBJECT": "NGC 1", "BMAJ": 1e-3, "HISTORY": "made by a test",
+    }.items():  # fmt: skip
+        header[k] = v
+    path = tmp_path / "cube.fits"
+    fits.PrimaryHDU(values, header).writeto(path)
+    return path, values
+
+
+def test_dataarray_from_dfits_keeps_header_and_sliced_wcs(tmp_path, cube):
+    path, values = cube
+    arr = xr.open_dataarray(path, engine="dfits", chunks={})
+    cut = arr.isel(y=slice(5, 15), x=slice(3, 23), freq=slice(2, 5))
+    out = tmp_path / "cut.fits"
+    cut.fits.to_fits(out)
+    with fits.open(out, checksum=True) as hl:
+        h = hl[0].header
+        np.testing.assert_array_equal(hl[0].data, values[2:5, 5:15, 3:23])
+        assert (h["OBJECT"], h["BUNIT"], h["BMAJ"]) == ("NGC 1", "Jy/beam", 1e-3)
+        assert "made by a test" in str(h["HISTORY"])
+        got = WCS(h).pixel_to_world_values(0, 0, 0)
+        want = WCS(fits.getheader(path)).pixel_to_world_values(3, 5, 2)
+        np.testing.assert_allclose(got, want)
+    back = xr.open_dataarray(out, engine="dfits")
+    np.testing.assert_allclose(back["freq"], cut["freq"])
+    _fitsverify(out)
+
+
+def test_transposed_dataarray_goes_back_to_fits_order(tmp_path, cube):
+    path, values = cube
+    arr = xr.open_dataarray(path, engine="dfits", chunks={}).transpose("x", "y", "freq")
+    out = tmp_path / "t.fits"
+    dfits.to_fits(arr, out)
+    np.testing.assert_array_equal(fits.getdata(out), values)
+
+
+def test_compute_false_returns_delayed(tmp_path):
+    path = tmp_path / "later.fits"
+    job = dfits.to_fits(da.ones((4, 4), chunks=2), path, compute=False)
+    assert not path.exists()
+    assert job.compute() == str(path)
+    np.testing.assert_array_equal(fits.getdata(path), np.ones((4, 4)))
+
+
+def test_no_checksum(tmp_path):
+    path = tmp_path / "plain.fits"
+    dfits.to_fits(np.ones(3), path, checksum=False)
+    assert "CHECKSUM" not in fits.getheader(path)
+    assert [h.checksum.status for h in dfits.verify_checksum(path)] == ["absent"]
+
+
+@pytest.mark.distributed
+def test_local_cluster_writes_the_file(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    values = np.arange(40 * 30, dtype="f8").reshape(40, 30)
+    path = tmp_path / "dist.fits"
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
+        distributed.Client(cluster),
+    ):
+        dfits.to_fits(da.from_array(values, chunks=(7, 11)), path)
+    with fits.open(path, checksum=True) as hl:
+        np.testing.assert_array_equal(hl[0].data, values)
+    assert all(h.ok for h in dfits.verify_checksum(path))
