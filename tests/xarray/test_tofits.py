@@ -122,6 +122,7 @@ def test_no_checksum(tmp_path):
     assert [h.checksum.status for h in dfits.verify_checksum(path)] == ["absent"]
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_local_cluster_writes_the_file(tmp_path):
     distributed = pytest.importorskip("distributed")
