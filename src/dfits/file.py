@@ -17,19 +17,21 @@ from dfits._display import figure, html_for
 from dfits.array.chunks import normalize, reduction_chunks
 from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
-from dfits.errors import HDUNotFoundError, UnsupportedError, where
+from dfits.errors import DfitsError, HDUNotFoundError, UnsupportedError, where
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress
 from dfits.section import Section
+from dfits.table import TableAccess
 
 __all__ = ["HDU", "FitsFile", "open"]
 
 _IMAGE_KINDS = ("primary", "image")
 
 
-class HDU:
-    """One header-data unit: header, geometry and lazy access to the data."""
+class HDU(TableAccess):
+    """One header-data unit: header, geometry and lazy access to the data (tables: see
+    :class:`dfits.table.TableAccess`)."""
 
     # A file may hold 10,000 of these; no per-instance dict.
     __slots__ = ("_file", "layout")
@@ -85,7 +87,19 @@ class HDU:
 
     def __repr__(self) -> str:
         dtype = "" if self.dtype is None else f" {self.dtype}"
-        return f"<dfits.HDU {self.index} {self.name!r} {self.kind} {self.shape}{dtype}>"
+        text = f"<dfits.HDU {self.index} {self.name!r} {self.kind} {self.shape}{dtype}"
+        if self.is_table:
+            try:
+                text += f" columns: {', '.join(self.colnames)}"
+            except DfitsError as err:
+                text += f" (columns unreadable: {err})"
+        return text + ">"
+
+    def __getitem__(self, name: str):
+        """``hdu["FLUX"]``: the column's lazy dask array (see :meth:`column`)."""
+        if not self.is_table:
+            raise UnsupportedError(f"{self._where()}: only table HDUs have named columns")
+        return self.column(name)
 
     def _repr_html_(self) -> str | None:
         # Rendered by the display layer, which registers itself (None: plain text repr).
@@ -163,6 +177,8 @@ class FitsFile(Sequence[HDU]):
         self.source = source
         self.layout = layout
         self.chunks = chunks
+        #: parsed table columns by HDU index (:mod:`dfits.table`)
+        self.tables: dict[int, Any] = {}
         # wrappers are made on first access: a 10,000-HDU file should not pay for them at open
         self._hdus: list[HDU | None] = [None] * len(layout.hdus)
 

@@ -1,0 +1,182 @@
+"""The column reader: one field of a table HDU, read by blocks of rows.
+
+A :class:`ColumnReader` is a frozen record of (source, data offset, row length, row count,
+column description, heap place): a path and a few integers, so tasks stay tiny and hold no
+data. :meth:`ColumnReader.read` maps exactly the rows of a region (local files; remote files
+gather only the field's bytes of each row, coalesced) and returns the field's values:
+
+* numeric fields the kernels can reduce stay stored: a
+  :class:`~dfits.array.stored.StoredChunk` over the strided big-endian field, so
+  ``column.sum()``, ``np.nanmax(column)``, ``column.std()`` run the fused JIT-swap kernels;
+* ASCII numbers are parsed by :mod:`dfits.kernels.asciiparse` from the bytes;
+* variable-length arrays (P/Q) are an object array holding one numpy array per row (read
+  from the heap; a descriptor pointing outside the heap is a ``DataError``);
+* everything else is decoded by :mod:`dfits.array.fields`.
+
+It implements :class:`dfits.array.reader.Reader`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dfits.array.fields import element_values, field_values, strings
+from dfits.errors import DataError
+from dfits.format.columns import Column
+from dfits.format.tform import BINARY_WIDTH
+from dfits.io.ranges import Runs
+
+__all__ = ["ColumnReader"]
+
+
+@dataclass(frozen=True)
+class ColumnReader:
+    """One column of a table HDU, addressable by slices of ``(rows, *cell)``."""
+
+    source: Any
+    offset: int
+    row_bytes: int
+    nrows: int
+    column: Column
+    heap_offset: int = 0
+    heap_size: int = 0
+    where: str = ""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.nrows, *self.column.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.column.dtype
+
+    def read(self, index: tuple[slice, ...]) -> Any:
+        """The values of the step-1 region ``index`` (rows first, then the cell's axes)."""
+        first, stop = index[0].start or 0, index[0].stop
+        if stop is None:
+            stop = self.nrows
+        values = self.rows(first, max(stop, first))
+        cell = index[1:]
+        if any(sl != slice(None) and sl.indices(n)[:2] != (0, n)
+               for sl, n in zip(cell, self.column.shape, strict=False)):  # fmt: skip
+            values = values[(slice(None), *cell)]
+        return values
+
+    def rows(self, first: int, stop: int) -> Any:
+        """Values of rows ``first`` to ``stop``."""
+        values, _ = self.rows_and_nulls(first, stop)
+        return values
+
+    def rows_and_nulls(self, first: int, stop: int) -> tuple[Any, np.ndarray | None]:
+        """Values of rows ``first`` to ``stop`` and which of them are TNULL (None: none can
+        be): what a DataFrame needs for its nullable integers."""
+        c = self.column
+        n = stop - first
+        buf, start, stride = self._field_bytes(first, n)
+        if c.ascii:
+            return self._ascii(buf, start, stride, n, first)
+        if c.code in "PQ":
+            return self._arrays(buf, start, stride, n, first), None
+        values = field_values(buf, start, stride, n, c)
+        nulls = None
+        if isinstance(c.null, int) and not c.scaled and c.code in "BIJK":
+            nulls = np.asarray(values) == c.null
+        return values, nulls
+
+    def _field_bytes(self, first: int, n: int) -> tuple[np.ndarray, int, int]:
+        """A flat uint8 array holding the field of rows ``first`` to ``first + n``, where
+        the first row's field starts, and the stride between rows."""
+        c = self.column
+        if n == 0 or c.width == 0:
+            return np.zeros(0, np.uint8), 0, c.width
+        start = self.offset + first * self.row_bytes
+        source = self.source
+        if source.mappable:
+            # Zero-copy: the rows stay where the mmap put them; readers of a narrow
+            # column touch only the pages its fields lie on.
+            nbytes = (n - 1) * self.row_bytes + c.offset + c.width
+            return source.map(start, nbytes, populate=False), c.offset, self.row_bytes
+        # Remote: only the field's bytes of each row, in coalesced requests.
+        starts = start + c.offset + np.arange(n, dtype=np.int64) * self.row_bytes
+        source.verify()
+        return source.gather(Runs(starts, c.width)), 0, c.width
+
+    def _ascii(self, buf, start, stride, n, first) -> tuple[np.ndarray, np.ndarray | None]:
+        from dfits.kernels import asciiparse
+
+        c = self.column
+        if c.code == "A":
+            field = np.lib.stride_tricks.as_strided(
+                buf[start:], (n, c.width), (stride, 1), writeable=False
+            )
+            return (strings(field) if n else np.empty(0, c.dtype)), None
+        null = np.frombuffer(str(c.null or "").encode("ascii", "replace"), np.uint8)
+        floats = c.code in "FED"
+        out = np.empty(n, np.float64 if floats else np.int64)
+        status = np.empty(n, np.uint8)
+        if n:
+            parse = asciiparse.parse_floats if floats else asciiparse.parse_ints
+            parse(buf, start, stride, n, c.width, null, c.null is not None, out, status)
+        for i in np.flatnonzero(status >= asciiparse.SLOW):
+            text = bytes(buf[start + i * stride : start + i * stride + c.width])
+            out[i] = self._slow(text, status[i], floats, first + int(i))
+        nulls = status == asciiparse.NULL
+        return out.astype(c.dtype, copy=False), (nulls if nulls.any() else None)
+
+    def _slow(self, text: bytes, status: int, floats: bool, row: int) -> float:
+        from dfits.kernels import asciiparse
+
+        if status == asciiparse.SLOW:
+            try:
+                return float(text.replace(b"D", b"E").replace(b"d", b"e"))
+            except ValueError:
+                pass
+        c = self.column
+        article = "a number" if floats else "an integer within int64"
+        raise DataError(
+            f"{self.where}, column {c.number} ({c.name!r}), row {row + 1}: field "
+            f"{text!r} (TFORM{c.number} = {c.tform!r}) is not {article}"
+        )
+
+    def _arrays(self, buf, start, stride, n, first) -> np.ndarray:
+        """Variable-length arrays: one numpy array per row, read from the heap."""
+        c = self.column
+        desc = np.dtype(">i4" if c.code == "P" else ">i8")
+        out = np.empty(n, dtype=object)
+        if n == 0:
+            return out
+        field = np.lib.stride_tricks.as_strided(buf[start:], (n, c.width), (stride, 1))
+        pairs = np.ascontiguousarray(field).view(desc).reshape(n, 2).astype(np.int64)
+        code = c.form.element
+        counts = pairs[:, 0]
+        sizes = (counts + 7) // 8 if code == "X" else counts * BINARY_WIDTH[code]
+        offsets = pairs[:, 1]
+        bad = (counts < 0) | (offsets < 0) | (offsets + sizes > self.heap_size)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"{self.where}, column {c.number} ({c.name!r}), row {first + i + 1}: the "
+                f"array descriptor (count {counts[i]}, offset {offsets[i]}) lies outside "
+                f"the heap of {self.heap_size} bytes (THEAP = {self.heap_offset})"
+            )
+        lo = int(offsets.min())
+        hi = int((offsets + sizes).max())
+        heap = np.zeros(0, np.uint8)
+        if hi > lo:
+            heap = self.source.map(self.offset + self.heap_offset + lo, hi - lo)
+        for i, (count, off, size) in enumerate(zip(counts, offsets, sizes, strict=True)):
+            raw = heap[off - lo : off - lo + size].reshape(1, size)
+            out[i] = _elements(raw, c, code, int(count))
+        return out
+
+
+def _elements(raw: np.ndarray, column: Column, code: str, count: int) -> Any:
+    if code == "A":
+        return strings(raw)[0] if raw.shape[1] else ""
+    if code == "X":
+        bits = np.unpackbits(raw, axis=1)[0, :count]
+        return bits.astype(bool)
+    return element_values(raw, column, code, (count,))[0]

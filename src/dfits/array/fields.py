@@ -1,0 +1,118 @@
+"""Physical values of one table field from the bytes of a block of rows.
+
+The contract: given ``rows``, a read-only ``uint8`` array of shape ``(n, stride)`` whose row
+``i`` starts with the bytes of row ``i`` of the field (a zero-copy strided view over the mmap
+of whole rows, or gathered field bytes), :func:`field_values` returns the column's values for
+those rows: a :class:`~dfits.array.stored.StoredChunk` over the strided big-endian field when
+the fused kernels can reduce it (:func:`kernel_spec`), else a native numpy array computed as
+astropy computes ``hdu.data[name]``:
+
+* L: ``byte == 'T'`` (NUL and ``'F'`` are False); X: the bits, most significant first;
+* A: ``str``, trailing blanks and NULs stripped (astropy's chararray);
+* C/M: complex; TSCALn/TZEROn other than the unsigned conventions: float64, computed as
+  ``stored * scale + zero`` in float64;
+* TNULLn on a scaled integer column: NaN (astropy's ``Table`` masks them); on an unscaled
+  one the stored integer is kept (as ``hdu.data`` does), and the DataFrame marks it missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dfits.array.stored import StoredChunk
+from dfits.format.columns import Column
+from dfits.format.dtypes import DecodeSpec
+from dfits.format.tform import STORED, is_unsigned_zero
+
+__all__ = ["element_values", "field_values", "kernel_spec", "strings"]
+
+_BITPIX = {"B": 8, "I": 16, "J": 32, "K": 64, "E": -32, "D": -64}
+
+
+def kernel_spec(column: Column) -> DecodeSpec | None:
+    """The decode spec under which the kernels compute exactly astropy's values, or None.
+
+    Unscaled B/I/J/K/E/D, the unsigned and int8 offsets, and scaled J/K (float64 arithmetic,
+    TNULLn → NaN) qualify. Scaled B/I/E/D do not: the kernels compute those in float32, and
+    astropy's tables use float64.
+    """
+    code = column.code
+    if column.ascii or code not in _BITPIX:
+        return None
+    bitpix = _BITPIX[code]
+    if not column.scaled:
+        return DecodeSpec(bitpix, column.dtype)
+    if is_unsigned_zero(code, column.scale, column.zero):
+        return DecodeSpec(bitpix, column.dtype, "offset", 1.0, float(column.zero))
+    if code in "JK":
+        null = column.null if isinstance(column.null, int) else None
+        return DecodeSpec(bitpix, column.dtype, "scaled", column.scale, column.zero, null)
+    return None
+
+
+def field_values(buf: np.ndarray, start: int, stride: int, n: int, column: Column) -> Any:
+    """Values of ``column`` for ``n`` rows whose field bytes start at ``buf[start]`` and
+    repeat every ``stride`` bytes (``buf``: a flat ``uint8`` array, e.g. an mmap of rows)."""
+    spec = kernel_spec(column)
+    if spec is not None:
+        # Zero-copy: the field's big-endian values, strided by the row length, straight
+        # from the mapped rows; the kernels swap each value as they read it.
+        item = spec.itemsize
+        cell = column.shape
+        strides = [item] * len(cell)
+        for i in range(len(cell) - 2, -1, -1):
+            strides[i] = strides[i + 1] * cell[i + 1]
+        if n == 0 or column.width == 0:
+            return StoredChunk(np.zeros((n, *cell), f"u{item}"), spec)
+        u = np.ndarray((n, *cell), f"u{item}", buffer=buf, offset=start, strides=(stride, *strides))
+        return StoredChunk(u, spec)
+    width = column.width
+    if n == 0 or width == 0:
+        field = np.zeros((n, width), np.uint8)
+    else:
+        field = as_strided(buf[start:], (n, width), (stride, 1), writeable=False)
+    return element_values(field, column, column.code, column.shape)
+
+
+def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[int, ...]):
+    """Decode ``field`` (``(n, bytes)`` uint8) holding ``code`` elements into cells of
+    ``shape``; shared by fixed fields and variable-length arrays."""
+    n = field.shape[0]
+    if code == "L":
+        return (field == ord("T")).reshape((n, *shape))
+    if code == "X":
+        bits = np.unpackbits(field, axis=1)[:, : column.form.repeat]
+        return bits.astype(bool).reshape((n, *shape))
+    if code == "A":
+        return strings(field).reshape((n, *shape))
+    stored = STORED[code]
+    values = np.ascontiguousarray(field).view(stored).reshape((n, *shape))
+    if not column.scaled or code in "CM":
+        return values.astype(stored.newbyteorder("="))
+    if is_unsigned_zero(code, column.scale, column.zero):
+        # the offset of 2**(n-1) (or -128 on bytes) is a flip of the top bit
+        size = stored.itemsize
+        native = values.astype(stored.newbyteorder("=")).view(f"u{size}")
+        flipped = native ^ np.array(1 << (8 * size - 1), f"u{size}")
+        return flipped.view(np.int8) if code == "B" else flipped
+    out = values.astype(np.float64)
+    if column.scale != 1:
+        out *= column.scale
+    if column.zero != 0:
+        out += column.zero
+    if isinstance(column.null, int) and code in "BIJK":
+        out[values == column.null] = np.nan
+    return out
+
+
+def strings(field: np.ndarray) -> np.ndarray:
+    """``(n, w)`` ASCII bytes as ``str`` values, trailing blanks and NULs stripped."""
+    n, w = field.shape
+    if w == 0:
+        return np.full(n, "", dtype="U1")
+    raw = np.ascontiguousarray(field).view(f"S{w}").reshape(n)
+    # latin-1 keeps any stray high byte readable instead of failing the whole column
+    return np.char.rstrip(np.char.decode(raw, "latin-1"), " \x00")

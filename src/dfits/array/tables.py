@@ -1,0 +1,169 @@
+"""Whole tables: dask arrays per column, pandas and Arrow tables, dask DataFrames.
+
+The contract: every function here takes :class:`~dfits.array.columns.ColumnReader` records
+(one per column, all of one HDU) and reads rows through them, so a DataFrame partition task
+holds the readers and a row range, never data.
+
+Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it has an answer:
+
+* integers with TNULLn (and every ASCII integer column, whose blank fields are null):
+  pandas' nullable ``Int16``/``Int32``/``Int64``/``UInt16``/... with ``<NA>``; Arrow nulls;
+* L: ``bool``; A: ``str`` with trailing blanks stripped (as astropy);
+* multi-element cells (repeat > 1, TDIMn, X bits): pandas ``object`` holding one numpy array
+  per row, Arrow ``fixed_size_list`` of the flattened cell (the cell shape is in the field's
+  metadata, ``tdim``);
+* variable-length arrays (P/Q): ``object`` holding one numpy array per row; Arrow ``list``;
+* complex (C/M): pandas complex; Arrow has no complex type, so a ``fixed_size_list`` of two
+  floats (real, imaginary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dfits.array.columns import ColumnReader
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["column_chunks", "default_rows", "to_arrow", "to_dask_dataframe", "to_pandas"]
+
+
+def _cell_bytes(reader: ColumnReader) -> int:
+    c = reader.column
+    if c.code in "PQ":
+        return 64  # a guess per row for the arrays and their object headers
+    return max(int(np.prod(c.shape, dtype=np.int64)) * c.dtype.itemsize, 1)
+
+
+def default_rows(readers: Sequence[ColumnReader]) -> int:
+    """Rows per chunk so that the values of ``readers`` fill about dask's chunk size."""
+    import dask
+    from dask.utils import parse_bytes
+
+    target = parse_bytes(dask.config.get("array.chunk-size"))
+    per_row = sum(_cell_bytes(r) for r in readers) or 1
+    return max(int(target // per_row), 1)
+
+
+def _nullable(reader: ColumnReader) -> bool:
+    c = reader.column
+    if c.ascii:
+        return c.code == "I"
+    return isinstance(c.null, int) and not c.scaled and c.code in "BIJK"
+
+
+def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) -> Any:
+    import pandas as pd
+
+    c = reader.column
+    values = np.asarray(values)
+    n = values.shape[0]
+    if values.ndim > 1 or c.code in "PQ":
+        out = np.empty(n, dtype=object)
+        for i in range(n):
+            out[i] = values[i]
+        return out
+    if _nullable(reader):
+        mask = np.zeros(n, bool) if nulls is None else nulls
+        return pd.arrays.IntegerArray(values, mask)
+    return values
+
+
+def to_pandas(readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None):
+    """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame."""
+    import pandas as pd
+
+    stop = readers[0].nrows if stop is None and readers else (stop or 0)
+    data = {}
+    for r in readers:
+        values, nulls = r.rows_and_nulls(first, stop)
+        data[r.column.name] = _series_values(r, values, nulls)
+    return pd.DataFrame(data, index=pd.RangeIndex(first, stop))
+
+
+def _partition(bounds: tuple[int, int], readers: Sequence[ColumnReader]) -> pd.DataFrame:
+    return to_pandas(readers, *bounds)
+
+
+def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int | None = None):
+    """A lazy dask DataFrame of the columns, ``rows_per_partition`` rows per partition."""
+    import dask.dataframe as dd
+
+    nrows = readers[0].nrows if readers else 0
+    step = rows_per_partition or default_rows(readers)
+    if step < 1:
+        raise ValueError(f"rows_per_partition must be positive, not {rows_per_partition!r}")
+    bounds = [(a, min(a + step, nrows)) for a in range(0, nrows, step)] or [(0, 0)]
+    meta = to_pandas(readers, 0, 0)
+    divisions = [a for a, _ in bounds] + [max(nrows - 1, 0)]
+    return dd.from_map(
+        _partition,
+        bounds,
+        readers=list(readers),
+        meta=meta,
+        divisions=divisions,
+        enforce_metadata=False,
+    )
+
+
+def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
+    import pyarrow as pa
+
+    c = reader.column
+    values = np.asarray(values)
+    if c.code in "PQ":
+        element = c.element_dtype
+        typ = pa.string() if element.kind == "U" else pa.from_numpy_dtype(element)
+        return pa.array([list(v) if typ != pa.string() else v for v in values], pa.list_(typ))
+    if values.dtype.kind == "c":
+        pairs = values.reshape(values.shape[0], -1).view(values.real.dtype)
+        return _fixed(pa.array(pairs.reshape(-1)), pairs.shape[1], values.shape[0])
+    flat = values.reshape(values.shape[0], -1) if values.ndim > 1 else values
+    if flat.dtype.kind == "U":
+        leaf = pa.array(flat.reshape(-1).astype(object), pa.string())
+    else:
+        leaf = pa.array(flat.reshape(-1), mask=None if nulls is None else nulls.reshape(-1))
+    if values.ndim > 1:
+        return _fixed(leaf, flat.shape[1], flat.shape[0])
+    return leaf
+
+
+def _fixed(leaf: Any, size: int, n: int) -> Any:
+    import pyarrow as pa
+
+    if size == 0:
+        # zero-width cells: from_arrays cannot tell how many empty lists it holds
+        return pa.array([[]] * n, pa.list_(leaf.type, 0))
+    return pa.FixedSizeListArray.from_arrays(leaf, size)
+
+
+def to_arrow(readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None):
+    """Rows ``first`` to ``stop`` as a ``pyarrow.Table`` (see the module docstring)."""
+    import pyarrow as pa
+
+    stop = readers[0].nrows if stop is None and readers else (stop or 0)
+    arrays, fields = [], []
+    for r in readers:
+        values, nulls = r.rows_and_nulls(first, stop)
+        array = _arrow_column(r, values, nulls)
+        c = r.column
+        meta = {"tform": c.tform}
+        if c.unit:
+            meta["unit"] = c.unit
+        if len(c.shape) > 1 or (c.shape and c.code not in "PQ"):
+            meta["tdim"] = str(c.shape)
+        arrays.append(array)
+        fields.append(pa.field(c.name, array.type, metadata=meta))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def column_chunks(reader: ColumnReader, rows: int | None) -> tuple[tuple[int, ...], ...]:
+    """Chunks of a column: blocks of ``rows`` rows, each cell whole."""
+    step = rows or default_rows([reader])
+    n = reader.nrows
+    blocks = tuple(min(step, n - a) for a in range(0, n, step)) or (0,)
+    return (blocks, *((d,) for d in reader.column.shape))

@@ -1,0 +1,127 @@
+"""Table HDUs: ``hdu.columns``, ``hdu.column(name)``, DataFrames and Arrow tables.
+
+The contract: :class:`TableAccess` gives an HDU of kind ``bintable`` or ``table`` its column
+descriptions (parsed from the header on first use, :func:`dfits.format.columns.parse_table`)
+and lazy or eager views of its rows, all through one
+:class:`~dfits.array.columns.ColumnReader` per column. Tile-compressed tables
+(``ZTABLE = T``) are refused with :class:`~dfits.errors.UnsupportedError` naming the HDU;
+tile-compressed images are ``compressed_image`` HDUs, not tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dfits.array.columns import ColumnReader
+from dfits.array.reader import dask_array
+from dfits.array.tables import column_chunks, to_arrow, to_dask_dataframe, to_pandas
+from dfits.errors import HeaderError, UnsupportedError
+from dfits.format.columns import Column, TableLayout, parse_table
+
+__all__ = ["TABLE_KINDS", "TableAccess", "table_layout"]
+
+TABLE_KINDS = ("bintable", "table")
+
+
+def table_layout(layout: Any, where: str) -> TableLayout:
+    """The parsed columns of a table HDU's layout; raises for anything but a plain table."""
+    header = layout.header
+    if layout.kind == "bintable" and header.get("ZTABLE") is True:
+        raise UnsupportedError(
+            f"{where}: a tile-compressed table (ZTABLE = T); dfits does not decompress tables"
+        )
+    if layout.kind not in TABLE_KINDS:
+        raise UnsupportedError(f"{where}: {layout.kind} HDUs have no table columns")
+    if layout.bitpix != 8 or len(layout.shape) != 2:
+        raise HeaderError(
+            f"{where}: a table needs BITPIX = 8 and NAXIS = 2, not BITPIX = {layout.bitpix} "
+            f"and NAXIS = {len(layout.shape)}"
+        )
+    nrows, row_bytes = layout.shape
+    pcount = header.get("PCOUNT", 0)
+    return parse_table(header, layout.kind == "table", row_bytes, nrows, pcount, where)
+
+
+class TableAccess:
+    """Column access for an HDU; mixed into :class:`dfits.file.HDU`."""
+
+    __slots__ = ()
+
+    def _table(self) -> TableLayout:
+        # parsed once per opened file and HDU: a 999-column header takes milliseconds
+        memo = self._file.tables
+        table = memo.get(self.index)
+        if table is None:
+            table = memo[self.index] = table_layout(self.layout, self._where())
+        return table
+
+    @property
+    def is_table(self) -> bool:
+        """True for BINTABLE and ASCII TABLE HDUs (not tile-compressed images)."""
+        return self.kind in TABLE_KINDS
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """Each column's name, TFORM, unit, cell shape, physical dtype, null and scale."""
+        return self._table().columns
+
+    @property
+    def colnames(self) -> list[str]:
+        """Column names, in order."""
+        return self._table().names
+
+    def _reader(self, name: str) -> ColumnReader:
+        table = self._table()
+        column = table.find(name) if isinstance(name, str) else None
+        if column is None:
+            raise KeyError(
+                f"{self._where()}: no column {name!r}; columns: {', '.join(table.names)}"
+            )
+        return ColumnReader(
+            self._file.source, self.layout.data_offset, table.row_bytes, table.nrows,
+            column, table.heap_offset, table.heap_size, self._where(),
+        )  # fmt: skip
+
+    def _readers(self, columns: Sequence[str] | None) -> list[ColumnReader]:
+        names = self._table().names if columns is None else columns
+        if isinstance(names, str):
+            names = [names]
+        return [self._reader(n) for n in names]
+
+    def column(self, name: str, rows_per_chunk: int | None = None):
+        """One column's physical values as a lazy dask array, chunked by rows.
+
+        Each chunk reads only the field's bytes of its rows. Numeric columns stay stored
+        big-endian until a kernel reads them, so ``sum``, ``mean``, ``std``, ``min``/``max``
+        and the ``nan`` forms run the fused swap kernels on the strided field.
+
+        Parameters
+        ----------
+        name : str
+            TTYPEn (exact, else case-insensitive).
+        rows_per_chunk : int, optional
+            Rows per chunk; by default about dask's ``array.chunk-size`` of values.
+        """
+        from dask.base import tokenize
+
+        reader = self._reader(name)
+        chunks = column_chunks(reader, rows_per_chunk)
+        token = tokenize(self._file.source.token, self.layout.data_offset, reader.column, chunks)
+        return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}")
+
+    def to_dask_dataframe(
+        self, columns: Sequence[str] | None = None, rows_per_partition: int | None = None
+    ):
+        """The table (or ``columns``) as a lazy dask DataFrame, ``rows_per_partition`` rows
+        per partition (by default about dask's ``array.chunk-size`` of values); see
+        :mod:`dfits.array.tables` for the dtypes."""
+        return to_dask_dataframe(self._readers(columns), rows_per_partition)
+
+    def to_pandas(self, columns: Sequence[str] | None = None):
+        """The table (or ``columns``) read now into a pandas DataFrame (small tables)."""
+        return to_pandas(self._readers(columns))
+
+    def to_arrow(self, columns: Sequence[str] | None = None):
+        """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables)."""
+        return to_arrow(self._readers(columns))
