@@ -17,6 +17,7 @@ astropy computes ``hdu.data[name]``:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,11 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
         bits = np.unpackbits(field, axis=1)[:, : column.form.repeat]
         return bits.astype(bool).reshape((n, *shape))
     if code == "A":
-        return strings(field).reshape((n, *shape))
+        cells = math.prod(shape)
+        if not cells:
+            return np.zeros((n, *shape), column.dtype)
+        # TDIMn on A: each cell is an array of strings of the first dimension's width
+        return strings(field.reshape(n * cells, -1)).reshape((n, *shape))
     stored = STORED[code]
     values = np.ascontiguousarray(field).view(stored).reshape((n, *shape))
     if not column.scaled or code in "CM":
@@ -115,4 +120,4 @@ def strings(field: np.ndarray) -> np.ndarray:
         return np.full(n, "", dtype="U1")
     raw = np.ascontiguousarray(field).view(f"S{w}").reshape(n)
     # latin-1 keeps any stray high byte readable instead of failing the whole column
-    return np.char.rstrip(np.char.decode(raw, "latin-1"), " \x00")
+    return np.char.rstrip(np.char.decode(raw, "latin-1"), " \x00").astype(f"U{w}")

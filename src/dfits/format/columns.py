@@ -212,11 +212,14 @@ def _column(header: Header, n: int, ascii: bool, offset: int, where: str) -> Col
     unit = header.get(f"TUNIT{n}")
     shape = () if ascii else _shape(header, n, form, at)
     null = _null(header.get(f"TNULL{n}"), code, ascii)
-    width = form.width if ascii else (shape[-1] if code == "A" else form.repeat)
+    width = form.width if ascii else (shape[-1] if form.code == "A" else form.repeat)
     dtype = physical_dtype(form.code, scale, zero, width)
     if ascii and code == "I":
+        # astropy's (and cfitsio's) choice by width
         dtype = np.dtype("i2" if form.width <= 4 else "i4" if form.width <= 9 else "i8")
-    if code == "A" and not ascii:
+    elif ascii and code in "FED":
+        dtype = np.dtype("f8")
+    if form.code == "A" and not ascii:
         shape = shape[:-1]
     unit = unit.strip() if isinstance(unit, str) else None
     return Column(n, name, tform, form, offset, unit, shape, scale, zero, null, dtype, ascii)
