@@ -25,6 +25,7 @@ RANK = {
     "progress": 3,
     "array": 4,
     "section": 4,
+    "table": 4,
     "fft": 4,
     "file": 5,
     "xarray": 6,
