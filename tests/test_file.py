@@ -230,12 +230,28 @@ def test_missing_hdu_lists_what_exists(mef):
         mef[99]
 
 
-def test_info_prints_a_table(mef, capsys):
-    rows = mef.info()
+def test_info_prints_a_table_and_returns_none_like_astropy(mef, capsys):
+    assert mef.info() is None  # a notebook cell ending in f.info() shows the table once
     out = capsys.readouterr().out
     assert "SCI" in out
     assert "Dimensions" in out
-    assert len(rows) == len(mef)
+    rows = mef.info(output=False)
+    assert capsys.readouterr().out == ""
+    with fits.open(mef.filename) as hl:
+        ref = hl.info(output=False)
+    assert [(r[0], r[1], r[2], r[4], r[5]) for r in rows] == [
+        (r[0], r[1], r[2], r[4], r[5]) for r in ref
+    ]
+
+
+def test_dataless_hdu_data_is_none_like_astropy(mef):
+    with fits.open(mef.filename) as hl:
+        assert hl[0].data is None
+    primary = mef[0]
+    assert primary.shape == ()
+    assert primary.data is None
+    assert primary.raw is None
+    assert primary.to_dask() is None
 
 
 def test_non_image_data_is_a_clear_error(corpus):

@@ -141,14 +141,22 @@ class HDU(TableAccess):
         return dask_array(block, chunks, f"dfits-{label}-{self.index}-{token}")
 
     @property
+    def _dataless(self) -> bool:
+        # NAXIS = 0: astropy's ``hdu.data`` is None there (a primary HDU before extensions)
+        return self.kind in _IMAGE_KINDS and not self.shape
+
+    @property
     def data(self):
-        """Physical values as a lazy ``dask.array.Array`` (native order, NaN for BLANK)."""
-        return self._array(raw=False)
+        """Physical values as a lazy ``dask.array.Array`` (native order, NaN for BLANK).
+
+        None for an image HDU without data (``NAXIS = 0``), as in astropy.
+        """
+        return None if self._dataless else self._array(raw=False)
 
     @property
     def raw(self):
-        """Stored values (big-endian, unscaled) as a lazy, zero-copy dask array."""
-        return self._array(raw=True)
+        """Stored values (big-endian, unscaled) as a lazy, zero-copy dask array (or None)."""
+        return None if self._dataless else self._array(raw=True)
 
     def to_dask(self, chunks: Any = None, *, reduce_axis: int | None = None):
         """Like :attr:`data`, with explicit ``chunks`` or a plan for reducing along one axis.
@@ -161,7 +169,14 @@ class HDU(TableAccess):
             With no ``chunks`` given here or at open: plan chunks for reductions along this
             numpy axis (moment maps), deep enough along it that per-chunk partial sums stay
             small (:func:`dfits.array.chunks.reduction_chunks`).
+
+        Returns
+        -------
+        dask.array.Array or None
+            None for an image HDU without data (``NAXIS = 0``), like :attr:`data`.
         """
+        if self._dataless:
+            return None
         return self._array(raw=False, chunks=chunks, reduce_axis=reduce_axis)
 
     @property
@@ -237,12 +252,28 @@ class FitsFile(Sequence[HDU]):
     def _names(self) -> str:
         return ", ".join(f"{h.index}:{h.name or '-'}" for h in self.layout.hdus)
 
-    def info(self, output: Any = None) -> list[tuple[Any, ...]]:
-        """Print (and return) a table like astropy's ``HDUList.info()``."""
+    def info(self, output: Any = None) -> list[tuple[Any, ...]] | None:
+        """Print a table of the HDUs, like astropy's ``HDUList.info()``.
+
+        Parameters
+        ----------
+        output : file-like or False, optional
+            Where to print the table (default: ``sys.stdout``). ``False`` prints nothing and
+            returns the rows instead.
+
+        Returns
+        -------
+        list of tuple or None
+            With ``output=False``, one ``(index, name, ver, kind, cards, shape, dtype)`` row
+            per HDU; otherwise None, so that a notebook cell ending in ``f.info()`` shows the
+            table once.
+        """
         rows = []
         for h in self:
             dtype = "" if h.dtype is None else str(h.dtype)
             rows.append((h.index, h.name, h.ver, h.kind, h.header.ncards, h.shape, dtype))
+        if output is False:
+            return rows
         lines = [
             f"Filename: {self.filename}",
             f"{'No.':>3}  {'Name':<12} {'Ver':>4}  {'Type':<16} {'Cards':>5}  "
@@ -252,10 +283,8 @@ class FitsFile(Sequence[HDU]):
             lines.append(
                 f"{i:>3}  {name:<12} {ver:>4}  {kind:<16} {cards:>5}  {shape!s:<22} {dtype}"
             )
-        text = "\n".join(lines)
-        if output is not False:
-            print(text, file=output)
-        return rows
+        print("\n".join(lines), file=output)
+        return None
 
     def close(self) -> None:
         """Nothing to release: sources hold no handle that outlives a read."""
