@@ -230,28 +230,38 @@ def test_missing_hdu_lists_what_exists(mef):
         mef[99]
 
 
-def test_info_prints_a_table_and_returns_none_like_astropy(mef, capsys):
-    assert mef.info() is None  # a notebook cell ending in f.info() shows the table once
+@pytest.fixture
+def two_hdus(tmp_path):
+    path = tmp_path / "two.fits"
+    sci = fits.ImageHDU(np.arange(12, dtype=">f4").reshape(3, 4), name="SCI")
+    fits.HDUList([fits.PrimaryHDU(), sci]).writeto(path)
+    return dfits.open(path)
+
+
+def test_info_prints_a_table_and_returns_none_like_astropy(two_hdus, capsys):
+    assert two_hdus.info() is None  # a notebook cell ending in f.info() shows the table once
     out = capsys.readouterr().out
     assert "SCI" in out
     assert "Dimensions" in out
-    rows = mef.info(output=False)
+    rows = two_hdus.info(output=False)
     assert capsys.readouterr().out == ""
-    with fits.open(mef.filename) as hl:
+    with fits.open(two_hdus.filename) as hl:
         ref = hl.info(output=False)
+    # dfits lists shapes in numpy order (hdu.shape); astropy's table in FITS order
     assert [(r[0], r[1], r[2], r[4], r[5]) for r in rows] == [
-        (r[0], r[1], r[2], r[4], r[5]) for r in ref
+        (r[0], r[1], r[2], r[4], r[5][::-1]) for r in ref
     ]
 
 
-def test_dataless_hdu_data_is_none_like_astropy(mef):
-    with fits.open(mef.filename) as hl:
+def test_dataless_hdu_data_is_none_like_astropy(two_hdus):
+    with fits.open(two_hdus.filename) as hl:
         assert hl[0].data is None
-    primary = mef[0]
+    primary = two_hdus[0]
     assert primary.shape == ()
     assert primary.data is None
     assert primary.raw is None
     assert primary.to_dask() is None
+    assert two_hdus[1].data is not None
 
 
 def test_non_image_data_is_a_clear_error(corpus):
@@ -387,3 +397,22 @@ def test_to_dask_plans_chunks_for_a_reduction(tmp_path):
         assert hdu.to_dask((7, -1, -1), reduce_axis=0).chunks[0][0] == 7
         with pytest.raises(np.exceptions.AxisError):
             hdu.to_dask(reduce_axis=3)
+
+
+def test_warnings_point_at_the_users_open_call(tmp_path):
+    path = tmp_path / "junk-after.fits"
+    with ImageWriter(path, (4,), ">i2", []) as out:
+        out.write(np.arange(4, dtype=np.int16))
+    with path.open("ab") as fh:
+        fh.write(b"not an HDU".ljust(2880))
+    with pytest.warns(dfits.DfitsWarning, match="after the last HDU") as record:
+        dfits.open(path)
+    (w,) = record
+    assert (w.filename, w.lineno) == (__file__, _line_of("dfits.open(path)"))
+
+
+def _line_of(text: str) -> int:
+    """The line of this file holding ``text`` (once)."""
+    lines = Path(__file__).read_text().splitlines()
+    (n,) = [i for i, line in enumerate(lines, 1) if line.strip() == text]
+    return n

@@ -328,6 +328,17 @@ def open(
     -------
     FitsFile
     """
+    return _open(path, chunks, storage_options, progress, stacklevel=2)
+
+
+def _open(
+    path: str | os.PathLike[str],
+    chunks: Any,
+    storage_options: dict[str, Any] | None,
+    progress: bool | None,
+    stacklevel: int,
+) -> FitsFile:
+    """:func:`open`, its warnings ``stacklevel`` frames above this call (1: its caller)."""
     source = open_source(path, storage_options)
     if progress is None:
         # local scans take milliseconds; remote ones may take long for many HDUs
@@ -336,7 +347,12 @@ def open(
     whole = source.mapping() if isinstance(source, LocalSource) else None
     try:
         layout = scan(
-            source.read, source.size, filename=os.fspath(path), progress=reporter, whole=whole
+            source.read,
+            source.size,
+            filename=os.fspath(path),
+            progress=reporter,
+            whole=whole,
+            stacklevel=stacklevel + 1,
         )
     finally:
         if whole is not None:

@@ -317,3 +317,12 @@ def test_warnings_repeat_for_every_alike_hdu():
         f"file 't.fits', HDU {i}"[:14] for i in (1, 2, 3)
     ]
     assert {re.search(r"HDU (\d)", str(w.message))[1] for w in record} == {"1", "2", "3"}
+
+
+def test_warnings_point_at_the_caller_of_scan():
+    blob = fg.header([("SIMPLE", True), ("BITPIX", 8), ("NAXIS", 0)], padded=False)
+    with pytest.warns(DfitsWarning, match="not padded") as record:
+        scan(lambda o, n: blob[o : o + n], len(blob), filename="t.fits")  # the line warned at
+    (w,) = record
+    assert w.filename == __file__
+    assert w.lineno == test_warnings_point_at_the_caller_of_scan.__code__.co_firstlineno + 3

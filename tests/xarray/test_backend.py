@@ -266,3 +266,21 @@ def test_lazy_array_pickles(cube, cube_data):
     da = xr.open_dataarray(cube[0], engine="dfits")
     again = pickle.loads(pickle.dumps(da))
     np.testing.assert_array_equal(again.isel(freq=3).values, cube_data[:, 3])
+
+
+def test_warnings_point_at_the_users_open_dataset_call(tmp_path):
+    path = tmp_path / "padded-badly.fits"
+    w = celestial_wcs("TAN")
+    header = w.to_header()
+    header["CTYPE1"], header["CTYPE2"] = "RA---XYZ", "DEC--XYZ"
+    fits.PrimaryHDU(np.arange(12, dtype=">f4").reshape(3, 4), header).writeto(path)
+    with path.open("ab") as fh:
+        fh.write(b"junk".ljust(2880))
+    with pytest.warns(dfits.DfitsWarning) as record:
+        xr.open_dataset(path, engine="dfits")  # both warnings point here
+    first = test_warnings_point_at_the_users_open_dataset_call.__code__.co_firstlineno
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 2
+    assert any("after the last HDU" in m for m in messages)
+    assert any("WCS unusable" in m for m in messages)
+    assert {(w.filename, w.lineno) for w in record} == {(__file__, first + 9)}

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable
 from operator import itemgetter
 from typing import TypeVar
 
-from dfits.errors import DfitsWarning, where
+from dfits.errors import where
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.geometry import HDULayout
@@ -54,9 +53,11 @@ _FACTS: dict[tuple, _Facts] = {}
 class Memo:
     """The previous HDU's description, for the next header with the same keywords."""
 
-    __slots__ = ("cards", "extver", "facts", "hit", "key", "keywords", "ranges")
+    __slots__ = ("cards", "extver", "facts", "hit", "key", "keywords", "notes", "ranges")
 
     def __init__(self) -> None:
+        #: warnings met so far, emitted by the scan's caller (pointing at the user's call)
+        self.notes: list[str] = []
         self.keywords: object = None
         self.cards: Callable[[bytes], tuple[bytes, ...]] | None = None
         self.extver = -1
@@ -89,8 +90,7 @@ def build_hdu(
         if facts is None:
             notes: list[str] = []
             facts = _describe(header, index, pos, filename, notes)
-            for note in notes:
-                warnings.warn(note, DfitsWarning, stacklevel=3)
+            memo.notes.extend(notes)
             decode = facts[-1]
             # Messages (warnings, a decode error) name this HDU: never share them with another.
             if key and not notes and (decode is None or decode.error is None):

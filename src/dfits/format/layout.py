@@ -27,6 +27,10 @@ Bad input (see ``DESIGN.md``; every message names the file, HDU, keyword or offs
 * non-mandatory cards with bytes outside printable ASCII: kept raw, one warning per HDU;
 * BLANK on float data, BLANK not an integer: one warning each (from ``parse_decode_spec``);
   BSCALE/BZERO unusable: header readable, ``decode.error`` set.
+
+Warnings are gathered during the scan and emitted by :func:`scan` when it returns (or raises),
+``stacklevel`` frames up, so that they point at the user's ``dfits.open`` call rather than at
+a line of the scan.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ def scan(
     filename: str,
     progress: Callable[[int, int | None, int], None] | None = None,
     whole: Buffer | None = None,
+    stacklevel: int = 1,
 ) -> FileLayout:
     """Read every header of a FITS file and work out where each HDU's data lies.
 
@@ -96,6 +101,9 @@ def scan(
         The whole file, when the caller can map it: headers are then sliced out of it
         instead of being read (and copied) through a window, which for a file of many small
         HDUs also copies their data. ``read_at`` and ``size`` are then not used for reading.
+    stacklevel : int
+        Where the warnings of the scan point, as ``warnings.warn`` counts: 1 is the line
+        calling :func:`scan`, 2 its caller, and so on.
 
     Returns
     -------
@@ -121,11 +129,14 @@ def scan(
     paused = gc.isenabled()
     if paused:
         gc.disable()
+    memo = Memo()
     try:
-        return _scan(read_at, size, filename, progress, whole)
+        return _scan(read_at, size, filename, progress, whole, memo)
     finally:
         if paused:
             gc.enable()
+        for note in memo.notes:
+            warnings.warn(note, DfitsWarning, stacklevel=stacklevel + 1)
 
 
 def _scan(
@@ -134,10 +145,10 @@ def _scan(
     filename: str,
     progress: Callable[[int, int | None, int], None] | None,
     whole: Buffer | None,
+    memo: Memo,
 ) -> FileLayout:
     win = Window(read_at, size, whole)
     hdus: list[HDULayout] = []
-    memo = Memo()
     pos = index = retry = 0
     buf: Buffer = b""
     base = stop = 0
@@ -150,7 +161,7 @@ def _scan(
         rel = pos - base
         head = buf[rel : rel + 8]
         if head != (b"XTENSION" if index else b"SIMPLE  "):
-            _no_more_hdus(buf, rel, pos, index, win.size, filename)
+            _no_more_hdus(buf, rel, pos, index, win.size, filename, memo.notes)
             break
         end = buf.find(END_CARD, rel, rel + BLOCK_SIZE)
         if end >= 0 and not (end - rel) % CARD_SIZE:
@@ -169,7 +180,7 @@ def _scan(
         data_size = hdu.data_size
         nxt = data_offset - (-data_size // BLOCK_SIZE) * BLOCK_SIZE
         if win.size is None or nxt >= win.size:
-            nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename)
+            nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename, memo.notes)
             if nxt < 0:
                 break
         if memo.hit and whole is not None and index >= retry and data_offset == pos + BLOCK_SIZE:
@@ -190,13 +201,13 @@ def _scan(
 
 
 def _no_more_hdus(
-    buf: Buffer, rel: int, pos: int, index: int, size: int | None, filename: str
+    buf: Buffer, rel: int, pos: int, index: int, size: int | None, filename: str, notes: list[str]
 ) -> None:
     """No HDU at ``pos``: not FITS at all (offset 0), or a warning about what follows."""
     if not index:
         _not_fits(buf[:BLOCK_SIZE], filename)
     if buf[rel : rel + 8]:
-        _trailing(buf[rel : rel + MIN_WINDOW], pos, size, filename)
+        notes.append(_trailing(buf[rel : rel + MIN_WINDOW], pos, size, filename))
 
 
 def _run(
@@ -208,21 +219,19 @@ def _run(
     return extend_run(hdus, memo, whole, nxt, stride, count, raw, ncards) if count else 0
 
 
-def _trailing(rest: bytes, pos: int, size: int | None, filename: str) -> None:
+def _trailing(rest: bytes, pos: int, size: int | None, filename: str) -> str:
     # Judged on the bytes already read (up to a window): never read a long tail just to warn.
     count = f"{size - pos} bytes" if size is not None else "bytes"
     if not rest.strip(b"\0 "):
         what = "zero or blank padding"
     else:
         what = f"not an HDU (no XTENSION card): {rest[:30]!r}"
-    warnings.warn(
-        f"{where(filename)}: {count} after the last HDU, at offset {pos}, ignored: {what}",
-        DfitsWarning,
-        stacklevel=3,
-    )
+    return f"{where(filename)}: {count} after the last HDU, at offset {pos}, ignored: {what}"
 
 
-def _check_extent(hdu: HDULayout, header_end: int, win: Window, filename: str) -> int:
+def _check_extent(
+    hdu: HDULayout, header_end: int, win: Window, filename: str, notes: list[str]
+) -> int:
     """Raise if the data runs past the end; where the next HDU starts, -1 if none."""
     size = win.size
     data_offset = hdu.data_offset
@@ -247,11 +256,9 @@ def _check_extent(hdu: HDULayout, header_end: int, win: Window, filename: str) -
             f"of data) but the file holds {size} bytes"
         )
     if end > size:
-        warnings.warn(
+        notes.append(
             f"{where(filename, hdu.index, hdu.name)}: the last block is not padded to 2880 "
             f"bytes: the file ends at offset {size}, padding would end at {end}; all data "
-            "is present",
-            DfitsWarning,
-            stacklevel=3,
+            "is present"
         )
     return -1

@@ -177,7 +177,14 @@ def open_hdu_dataset(
     path: str, hdu: Any = None, storage_options: dict | None = None, decode_wcs: bool = True
 ) -> xr.Dataset:
     """The Dataset of one image HDU: one data variable named after it, WCS coordinates."""
-    f = open_file(path, storage_options)
+    return _dataset(path, hdu, storage_options, decode_wcs, stacklevel=2)
+
+
+def _dataset(
+    path: str, hdu: Any, storage_options: dict | None, decode_wcs: bool, stacklevel: int
+) -> xr.Dataset:
+    """:func:`open_hdu_dataset`, its warnings ``stacklevel`` frames up (1: its caller)."""
+    f = open_file(path, storage_options, stacklevel=stacklevel + 1)
     h = _select(f, hdu)
     text = _header_text(h)
     wcs = None
@@ -189,7 +196,7 @@ def open_hdu_dataset(
                 f"{where(f.filename, h.index, h.name)}: WCS unusable, using pixel-index "
                 f"dimensions ({err})",
                 DfitsWarning,
-                stacklevel=4,
+                stacklevel=stacklevel + 1,
             )
     plan = plan_axes(wcs, len(h.shape))
     chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
@@ -236,7 +243,9 @@ class DfitsBackendEntrypoint(BackendEntrypoint):
                 f"the dfits engine opens paths and URLs, not {type(filename_or_obj).__name__}"
             )
         path = os.fspath(filename_or_obj)
-        ds = open_hdu_dataset(path, hdu, storage_options, decode_wcs)
+        # warnings point at the user's xr.open_dataset call: this line, xarray's call of it,
+        # then the user's line
+        ds = _dataset(path, hdu, storage_options, decode_wcs, stacklevel=3)
         if drop_variables is not None:
             names = [drop_variables] if isinstance(drop_variables, str) else drop_variables
             ds = ds.drop_vars(names, errors="ignore")

@@ -13,8 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from dfits.file import FitsFile
-from dfits.file import open as open_fits
+from dfits.file import FitsFile, _open
 
 __all__ = ["open_file"]
 
@@ -23,7 +22,9 @@ _files: dict[tuple[str, str], FitsFile] = {}
 _lock = threading.Lock()
 
 
-def open_file(path: str, storage_options: dict[str, Any] | None = None) -> FitsFile:
+def open_file(
+    path: str, storage_options: dict[str, Any] | None = None, stacklevel: int = 1
+) -> FitsFile:
     """The :class:`~dfits.FitsFile` of ``path``, opened once per (path, options) per process.
 
     Parameters
@@ -32,12 +33,15 @@ def open_file(path: str, storage_options: dict[str, Any] | None = None) -> FitsF
         A local path or an fsspec URL.
     storage_options : dict, optional
         fsspec options for URLs (part of the cache key).
+    stacklevel : int
+        Where warnings about the file point, as ``warnings.warn`` counts (1: the line calling
+        this function); they are emitted the first time only.
     """
     key = (path, repr(storage_options))
     f = _files.get(key)
     if f is None:
         # Opened outside the lock (a remote scan may take seconds); a race opens twice, harmlessly.
-        f = open_fits(path, storage_options=storage_options)
+        f = _open(path, None, storage_options, None, stacklevel=stacklevel + 1)
         with _lock:
             if len(_files) >= _MAX_FILES:
                 _files.clear()
