@@ -161,3 +161,31 @@ def test_two_writers_without_overwrite_one_wins(tmp_path):
         b.compute()
     np.testing.assert_array_equal(fits.getdata(path), np.ones(3))
     assert not _leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["fsync", "no-fsync"])
+def test_fsync_flushes_only_when_asked(tmp_path, monkeypatch, durable):
+    calls = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        spy = lambda fd, real=real, name=name: calls.append(name) or real(fd)  # noqa: E731
+        monkeypatch.setattr(os, name, spy)
+    path = tmp_path / "s.fits"
+    x = da.arange(600.0, chunks=100).reshape(20, 30)
+    dfits.to_fits(x, path, fsync=durable)
+    assert sorted(calls) == (["fdatasync", "fsync"] if durable else [])
+    np.testing.assert_array_equal(fits.getdata(path), x.compute())
+    assert all(h.ok for h in dfits.verify_checksum(path))
+
+
+def test_blocks_bigger_than_the_buffer_reuse_it(tmp_path, monkeypatch):
+    from dfits.io import fitswriter
+
+    monkeypatch.setattr(fitswriter, "BUFFER", 64)
+    monkeypatch.setattr(fitswriter, "_local", threading.local())
+    values = np.random.default_rng(1).standard_normal((9, 7, 5))
+    path = tmp_path / "b.fits"
+    with dask.config.set(scheduler="threads", num_workers=2):
+        dfits.to_fits(da.from_array(values, chunks=(2, 7, 3)), path)
+    np.testing.assert_array_equal(fits.getdata(path), values)
+    assert all(h.ok for h in dfits.verify_checksum(path))

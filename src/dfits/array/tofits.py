@@ -100,6 +100,7 @@ def write_images(
     overwrite: bool = False,
     checksum: bool = True,
     compute: bool = True,
+    fsync: bool = True,
 ) -> Any:
     """Write image HDUs to ``path``: the first as the primary HDU when ``primary``, else all
     as IMAGE extensions after an empty primary. Returns the path, or a ``Delayed``."""
@@ -107,7 +108,7 @@ def write_images(
 
     target = os.fspath(path)
     headers, arrays = _headers(items, target, primary, checksum, 0)
-    p = fitswriter.plan(target, headers, overwrite=overwrite)
+    p = fitswriter.plan(target, headers, overwrite=overwrite, fsync=fsync)
     ready = delayed(fitswriter.create, pure=False)(p)
     graph = _graph(p, arrays, ready)
     if not compute:

@@ -117,6 +117,7 @@ def to_fits(
     overwrite: bool = False,
     checksum: bool = True,
     compute: bool = True,
+    fsync: bool = True,
 ) -> Any:
     """Write arrays, DataArrays or Datasets to a FITS file, in parallel and atomically.
 
@@ -138,6 +139,10 @@ def to_fits(
         Write DATASUM and CHECKSUM (computed in the encoding pass).
     compute : bool
         False: return a ``dask.delayed`` object whose computation writes the file.
+    fsync : bool
+        Flush the data to disk before the rename (and the directory after), so that even a
+        power cut leaves the old file or the new one. False skips the flush (about 0.5 s per
+        256 MiB on a virtual disk): still atomic if the process dies, not if the machine does.
 
     Returns
     -------
@@ -152,5 +157,6 @@ def to_fits(
     """
     items, primary = items_of(obj, header)
     return write_images(
-        items, path, primary=primary, overwrite=overwrite, checksum=checksum, compute=compute
-    )
+        items, path, primary=primary, overwrite=overwrite, checksum=checksum, compute=compute,
+        fsync=fsync,
+    )  # fmt: skip
