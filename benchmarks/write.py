@@ -1,0 +1,213 @@
+"""Side-by-side timing of writing (and verifying) a big float64 image as FITS.
+
+    python benchmarks/write.py --size 2GiB [--runs 5] [--source memory|fits] [--tmpdir DIR]
+
+Write tools: ``numpy-tofile`` (raw native bytes, no header, no flush: the bandwidth limit),
+``tofile+fsync`` (the same, flushed), ``dfits`` (``dfits.to_fits`` of a dask array, checksum
+and fsync on), ``dfits-nosum`` (checksum off), ``dfits-nosync`` (fsync off), ``astropy``
+(``fits.writeto`` of the numpy array), ``fitsio`` (``fitsio.write``). Verify tools:
+``dfits-verify`` (``dfits.verify_checksum``), ``astropy-verify`` (``fits.open(...,
+checksum=True)`` and each HDU's ``verify_checksum``/``verify_datasum``) and ``LIMIT`` (a
+Numba kernel summing the file's big-endian 32-bit words over a memmap on 2 threads, told the
+layout, parsing nothing).
+
+Methodology
+
+* ``--source memory``: every worker loads the same random float64 array (``np.load`` of a
+  native ``.npy``, untimed); dfits writes ``da.from_array`` of it in dask's default chunks.
+  ``--source fits``: dfits writes ``dfits.open(path)[0].data`` (read from the file as it
+  writes: memory stays at chunk x threads), the others the array loaded before timing.
+* Every timed run is a fresh ``python`` subprocess (``write.py --worker TOOL ...``) that
+  first does the same on a tiny array (imports and Numba compilation untimed), then times the
+  operation with ``time.perf_counter``; peak RSS is ``VmHWM`` of the whole process
+  (interpreter and loaded array included).
+* Runs are interleaved: round r runs every tool once in an order rotated by r. Tables give
+  median/min/max seconds, the rate at the median, and the largest peak RSS.
+* The output file is removed after each run, so every write allocates a fresh file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+WRITERS = ["numpy-tofile", "tofile+fsync", "dfits", "dfits-nosum", "dfits-nosync", "astropy"]
+WRITERS += ["fitsio"]
+VERIFIERS = ["dfits-verify", "astropy-verify", "LIMIT"]
+_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _size(text: str) -> int:
+    for unit, n in _UNITS.items():
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * n)
+    return int(text)
+
+
+def _peak() -> int:
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a worker would report the
+    # parent's peak (the generated array) as its own
+    with open("/proc/self/status") as fh:
+        line = next(x for x in fh if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def _write(tool: str, a: np.ndarray, x, out: str) -> None:
+    if tool == "numpy-tofile":
+        a.tofile(out)
+    elif tool == "tofile+fsync":
+        with open(out, "wb") as fh:
+            a.tofile(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+    elif tool.startswith("dfits"):
+        import dfits
+
+        flags = {"dfits-nosum": {"checksum": False}, "dfits-nosync": {"fsync": False}}
+        dfits.to_fits(x, out, overwrite=True, **flags.get(tool, {}))
+    elif tool == "astropy":
+        from astropy.io import fits
+
+        fits.writeto(out, a, overwrite=True)
+    elif tool == "fitsio":
+        import fitsio
+
+        fitsio.write(out, a, clobber=True)
+
+
+def _limit_kernel():
+    import numba
+
+    from dfits.kernels._swap import swap_bits
+
+    @numba.njit(parallel=True, nogil=True, cache=False)
+    def total(words, nblocks):
+        per = (words.size + nblocks - 1) // nblocks
+        parts = np.zeros(nblocks, np.uint64)
+        for b in numba.prange(nblocks):
+            acc = np.uint64(0)
+            for i in range(b * per, min((b + 1) * per, words.size)):
+                acc += np.uint64(swap_bits(words[i]))
+            parts[b] = acc
+        return parts
+
+    return total
+
+
+def _verify(tool: str, path: str, kernel) -> object:
+    if tool == "dfits-verify":
+        import dfits
+
+        return [h.checksum.status for h in dfits.verify_checksum(path)]
+    if tool == "astropy-verify":
+        from astropy.io import fits
+
+        with fits.open(path, checksum=True, memmap=True) as hl:
+            return [(h.verify_checksum(), h.verify_datasum()) for h in hl]
+    words = np.memmap(path, np.uint32, "r", 0, os.path.getsize(path) // 4)
+    parts = kernel(words, 64)  # 64 blocks over 2 threads: one cache-friendly run each
+    return int(parts.sum() % np.uint64(0xFFFFFFFF))
+
+
+def _worker(tool: str, source: str, path: str, out: str, fits_path: str) -> None:
+    import dask.array as da
+
+    import dfits
+
+    small = np.random.default_rng(1).random((64, 64))
+    kernel = _limit_kernel() if tool == "LIMIT" else None
+    if tool in VERIFIERS:
+        dfits.to_fits(small, out + ".warm.fits", overwrite=True)
+        _verify(tool, out + ".warm.fits", kernel)
+        os.unlink(out + ".warm.fits")
+        start = time.perf_counter()
+        result = _verify(tool, fits_path, kernel)
+    else:
+        _write(tool, small, da.from_array(small, chunks=(16, 64)), out)
+        os.unlink(out)
+        load = source == "memory" or not tool.startswith("dfits")
+        a = np.load(path) if load else None
+        x = dfits.open(fits_path)[0].data if not load else da.from_array(a)
+        start = time.perf_counter()
+        _write(tool, a, x, out)
+        result = None
+    seconds = time.perf_counter() - start
+    peak = _peak()
+    print(json.dumps({"s": seconds, "peak": peak, "result": repr(result)}))
+
+
+def _table(title: str, times: dict, nbytes: int) -> str:
+    lines = [f"### {title}", "", "| tool | median s | min s | max s | GB/s | peak RSS MiB |"]
+    lines.append("|---|---|---|---|---|---|")
+    for tool, runs in times.items():
+        s = [r["s"] for r in runs]
+        med = statistics.median(s)
+        peak = max(r["peak"] for r in runs) / 2**20
+        lines.append(
+            f"| {tool} | {med:.3f} | {min(s):.3f} | {max(s):.3f} | {nbytes / med / 1e9:.2f} "
+            f"| {peak:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def _prepare(folder: str, nbytes: int) -> tuple[str, str]:
+    import dfits
+
+    side = int(np.sqrt(nbytes // 8))
+    path, fits_path = os.path.join(folder, "src.npy"), os.path.join(folder, "src.fits")
+    a = np.random.default_rng(0).random((nbytes // 8 // side, side))
+    np.save(path, a)
+    dfits.to_fits(a, fits_path, overwrite=True)
+    return path, fits_path
+
+
+def _rounds(tools: list[str], args, path: str, fits_path: str, out: str) -> dict:
+    times: dict[str, list] = {t: [] for t in tools}
+    for r in range(args.runs):
+        for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
+            cmd = [sys.executable, __file__, "--worker", tool, args.source, path, out, fits_path]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if os.path.exists(out):
+                os.unlink(out)
+            if done.returncode:
+                print(f"{tool}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            times[tool].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {t: runs for t, runs in times.items() if runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="256MiB")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--source", choices=["memory", "fits"], default="memory")
+    parser.add_argument("--tmpdir", default=None)
+    parser.add_argument("--only", choices=["write", "verify"], default=None)
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        _worker(*args.worker)
+        return
+    nbytes = _size(args.size)
+    with tempfile.TemporaryDirectory(dir=args.tmpdir) as folder:
+        path, fits_path = _prepare(folder, nbytes)
+        out = os.path.join(folder, "out.fits")
+        size = os.path.getsize(path)
+        if args.only != "verify":
+            times = _rounds(WRITERS, args, path, fits_path, out)
+            print(_table(f"write {args.size} float64 ({args.source})", times, size), flush=True)
+        if args.only != "write":
+            times = _rounds(VERIFIERS, args, path, fits_path, out)
+            print(_table(f"verify {args.size}", times, os.path.getsize(fits_path)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
