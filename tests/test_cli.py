@@ -98,3 +98,50 @@ def test_errors_are_one_line_and_nonzero(cube, tmp_path, argv, message):
     assert lines[0].startswith("dfits: error:")
     assert message in lines[0]
     assert not (tmp_path / "x.fits").exists()
+
+
+@pytest.fixture(scope="module")
+def sky_cube(tmp_path_factory):
+    # a long folder name: HISTORY must take several cards, not break the header
+    folder = tmp_path_factory.mktemp("cli") / ("a-rather-long-folder-name-" * 4)
+    folder.mkdir()
+    path = folder / "sky.fits"
+    data = np.random.default_rng(3).random((4, 6, 5)).astype(np.float32)
+    cards = {"OBJECT": "NGC 1333", "BUNIT": "Jy/beam", "BMAJ": 3e-4, "BMIN": 2e-4, "BPA": 30.0}
+    cards |= {"CTYPE1": "RA---SIN", "CRVAL1": 52.26, "CDELT1": -1e-4, "CRPIX1": 3.0}
+    cards |= {"CTYPE2": "DEC--SIN", "CRVAL2": 31.3, "CDELT2": 1e-4, "CRPIX2": 4.0}
+    cards |= {"CTYPE3": "FREQ", "CRVAL3": 2.3e11, "CDELT3": 5e5, "CRPIX3": 1.0, "CUNIT3": "Hz"}
+    cards |= {"RADESYS": "ICRS"}
+    fits.writeto(path, data, fits.Header(list(cards.items())))
+    return path
+
+
+def test_moment_keeps_celestial_wcs_object_and_beam(sky_cube, tmp_path):
+    from astropy.wcs import WCS
+
+    out = tmp_path / "m0.fits"
+    assert main(["moment", str(sky_cube), "--out", str(out), "--quiet"]) == 0
+    with fits.open(out, checksum=True) as hl:
+        header = hl[0].header
+        assert hl[0].data.shape == (6, 5)
+    assert header["OBJECT"] == "NGC 1333"
+    assert (header["BMAJ"], header["BMIN"], header["BPA"]) == (3e-4, 2e-4, 30.0)
+    assert header["BUNIT"] == "Jy/beam Hz"
+    assert str(sky_cube) in "".join(str(h) for h in header["HISTORY"]).replace(" ", "")
+    want = WCS(fits.getheader(sky_cube)).celestial
+    got = WCS(header)
+    assert list(got.wcs.ctype) == list(want.wcs.ctype)
+    np.testing.assert_allclose(got.wcs.crval, want.wcs.crval)
+    np.testing.assert_allclose(got.pixel_to_world_values(1, 2), want.pixel_to_world_values(1, 2))
+    assert all(h.ok for h in __import__("dfits").verify_checksum(out))
+
+
+def test_moment_refuses_to_overwrite(sky_cube, tmp_path, capsys):
+    out = tmp_path / "m.fits"
+    out.write_bytes(b"keep me")
+    argv = ["moment", str(sky_cube), "--out", str(out), "--quiet"]
+    assert main(argv) == 1
+    assert "--overwrite" in capsys.readouterr().err
+    assert out.read_bytes() == b"keep me"
+    assert main([*argv, "--overwrite"]) == 0
+    assert fits.getdata(out).shape == (6, 5)

@@ -111,6 +111,40 @@ def _spectral_axis(header: Any, ndim: int, axis: int) -> Any:
     return crval + (np.arange(length) + 1 - crpix) * cdelt, cdelt, header.get(f"CUNIT{n}", "")
 
 
+# Cards a map keeps from its cube: what was observed, and the beam (a map has the cube's).
+_KEPT = ("OBJECT", "TELESCOP", "INSTRUME", "OBSERVER", "DATE-OBS", "MJD-OBS", "BMAJ", "BMIN", "BPA")
+
+
+def _ascii(text: str) -> str:
+    """A path as printable ASCII for a HISTORY card (others escaped, as Python writes them)."""
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _refuse_existing(path: str, overwrite: bool) -> None:
+    import os
+
+    from dfits.errors import OutputExistsError, where
+
+    if os.path.exists(path) and not overwrite:
+        raise OutputExistsError(f"{where(path)}: exists; pass --overwrite to replace it")
+
+
+def _map_cards(header: Any, axis: int, ndim: int) -> list[tuple[str, Any, str]]:
+    """The kept cards of ``header`` and its WCS less numpy ``axis``: the map's world axes."""
+    import warnings
+
+    from astropy.wcs import WCS, FITSFixedWarning
+
+    cards = [(k, header[k], "") for k in _KEPT if k in header]
+    if not any(f"CTYPE{n}" in header for n in range(1, ndim + 1)):
+        return cards
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FITSFixedWarning)
+        wcs = WCS(header.to_astropy(), naxis=ndim).dropaxis(ndim - 1 - axis)
+        extra = wcs.to_header()
+    return cards + [(k, extra[k], extra.comments[k]) for k in extra]
+
+
 def _cmd_moment(args: argparse.Namespace) -> int:
     import dask
     import dask.array as da
@@ -119,10 +153,10 @@ def _cmd_moment(args: argparse.Namespace) -> int:
 
     import dfits
     from dfits.array import weighted_sums
-    from dfits.io.writer import ImageWriter
 
     if args.order not in (0, 1, 2):
         raise ValueError(f"--order must be 0, 1 or 2, not {args.order}")
+    _refuse_existing(args.out, args.overwrite)  # before the cube is read, not after
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
     x = hdu.data
     if x.ndim < 2:
@@ -140,15 +174,14 @@ def _cmd_moment(args: argparse.Namespace) -> int:
         s0 = da.where(sums[0] == 0, np.nan, sums[0])
         m1 = sums[1] / s0
         result = m1 + v0 if args.order == 1 else da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
-    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
-    with show, dask.config.set(scheduler="threads"):
-        image = np.asarray(result.compute(), dtype=np.float32)
     bunit = str(hdu.header.get("BUNIT", ""))
     units = {0: f"{bunit} {unit}".strip(), 1: unit, 2: unit}[args.order]
-    cards = [("BUNIT", units), ("HISTORY", f"dfits moment {args.order} of {args.file}")]
-    with ImageWriter(args.out, image.shape, ">f4", cards) as out:
-        out.write(image)
-    print(f"wrote moment-{args.order} map {image.shape} to {args.out}")
+    cards = [*_map_cards(hdu.header, axis, x.ndim), ("BUNIT", units)]
+    cards.append(("HISTORY", f"dfits moment {args.order} of {_ascii(args.file)}"))
+    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
+    with show, dask.config.set(scheduler="threads"):
+        dfits.to_fits(result.astype(np.float32), args.out, header=cards, overwrite=args.overwrite)
+    print(f"wrote moment-{args.order} map {result.shape} to {args.out}")
     return 0
 
 
@@ -186,6 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hdu", help="default: the first image HDU with data")
     p.add_argument("--axis", type=int, help="numpy axis of the spectrum (default 0)")
     p.add_argument("--clip", type=float, help="ignore values below this threshold")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_moment)
 
