@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -145,3 +146,102 @@ def test_moment_refuses_to_overwrite(sky_cube, tmp_path, capsys):
     assert out.read_bytes() == b"keep me"
     assert main([*argv, "--overwrite"]) == 0
     assert fits.getdata(out).shape == (6, 5)
+
+
+# -- everyday habits: several files, pipes, progress, demo options ---------------------------
+
+
+def test_info_and_header_take_several_files_and_go_on_past_a_bad_one(cube, tmp_path, capsys):
+    path, _ = cube
+    other = tmp_path / "other.fits"
+    fits.PrimaryHDU(np.zeros((2, 3), np.int16)).writeto(other)
+    missing = tmp_path / "nope.fits"
+    assert main(["info", str(path), str(missing), str(other)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("Filename:") == 2
+    assert f"==> {other} <==" in captured.out
+    assert str(missing) in captured.err
+    assert captured.err.startswith("dfits: error:")
+    assert main(["header", str(path), str(other)]) == 0
+    out = capsys.readouterr().out
+    assert out.index(f"==> {path} <==") < out.index("CTYPE3") < out.index(f"==> {other} <==")
+
+
+def test_a_closed_pipe_ends_quietly(cube):
+    path, _ = cube
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dfits.cli", "header", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # a reader gone before the first line: `dfits header x | head -0`
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141  # what a shell shows for a process stopped by SIGPIPE
+    assert err == b""
+
+
+class _Terminal:
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("flags", "terminal", "shown"),
+    [
+        ([], False, False),
+        ([], True, True),
+        (["--progress"], False, True),
+        (["--quiet"], True, False),
+    ],
+    ids=["log-file", "terminal", "forced", "quiet"],
+)
+def test_progress_only_on_a_terminal_unless_asked(monkeypatch, flags, terminal, shown):
+    from dask.diagnostics import ProgressBar
+
+    from dfits.cli import _parser, _progress
+
+    if terminal:
+        monkeypatch.setattr(sys, "stderr", _Terminal())
+    args = _parser().parse_args(["stats", "x.fits", *flags])
+    assert isinstance(_progress(args), ProgressBar) is shown
+
+
+def test_quiet_and_progress_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["stats", "x.fits", "--quiet", "--progress"])
+    assert exc.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_demo_options_are_reachable_and_in_help(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--shape" in help_text
+    assert "--keep" in help_text
+    assert main(["demo", "--shape", "4,8,8", "--dir", str(tmp_path)]) == 0
+    assert "4x8x8 float32 cube" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["demo", "--shape", "4,8"])
+    assert "three positive integers" in capsys.readouterr().err
+
+
+def test_stats_of_an_all_blank_image_raises_no_foreign_warning(tmp_path, capsys):
+    path = tmp_path / "blank.fits"
+    hdu = fits.PrimaryHDU(np.full((4, 5), -32768, np.int16))
+    hdu.header["BLANK"] = -32768
+    hdu.writeto(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarnings included
+        assert main(["stats", str(path), "--quiet"]) == 0
+        assert main(["stats", str(path), "--quiet", "--axis", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "count  0" in out
+    assert "mean   nan" in out

@@ -1,17 +1,30 @@
 """The ``dfits`` command line: ``info``, ``header``, ``stats``, ``moment`` and ``demo``.
 
 Every failure prints one line, ``dfits: error: <what went wrong>``, and exits non-zero
-(2 for usage errors, 1 for bad files), so shell pipelines can rely on it.
+(2 for usage errors, 1 for bad files), so shell pipelines can rely on it. ``info`` and
+``header`` take several files and go on past a bad one (exit 1 at the end). A reader that
+stops early (``dfits header x.fits | head``) ends the command quietly, with the exit status
+of a process stopped by SIGPIPE (141). Progress bars go to stderr only when it is a terminal
+(``--progress`` forces one, ``--quiet`` none). ``docs/cli.md`` lists every option.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from dfits.demo import add_arguments as add_demo_arguments
+from dfits.errors import DfitsError
+
 __all__ = ["main"]
+
+#: What a command reports in one line (exit 1) instead of a traceback.
+_ERRORS = (DfitsError, OSError, ValueError, KeyError, IndexError)
+#: Exit status of a process stopped by SIGPIPE (128 + 13), what shells show for ``cat``.
+_EXIT_BROKEN_PIPE = 141
 
 
 def _hdu_key(text: str | None) -> Any:
@@ -36,23 +49,52 @@ def _pick(f: Any, key: Any) -> Any:
     raise HDUNotFoundError(f"{f.filename!r}: no image HDU with data; use --hdu")
 
 
+def _each_file(args: argparse.Namespace, show: Any) -> int:
+    """``show(path)`` for every file; a failing file is reported and the rest still shown."""
+    status = 0
+    for i, path in enumerate(args.file):
+        if len(args.file) > 1:
+            # like head(1): the file's name before its output, a blank line between files
+            print(f"{chr(10) if i else ''}==> {path} <==", flush=True)
+        try:
+            show(path)
+        except BrokenPipeError:
+            raise  # the reader is gone: nothing more to show
+        except _ERRORS as err:
+            _report(err)
+            status = 1
+    return status
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     import dfits
 
-    dfits.open(args.file).info()
-    return 0
+    return _each_file(args, lambda path: dfits.open(path).info())
 
 
 def _cmd_header(args: argparse.Namespace) -> int:
     import dfits
 
-    f = dfits.open(args.file)
-    hdu = f[_hdu_key(args.hdu) if args.hdu is not None else 0]
-    if args.raw:
-        sys.stdout.write(hdu.header.tostring().decode("ascii", "replace"))
-    else:
-        print(repr(hdu.header))
-    return 0
+    def show(path: str) -> None:
+        f = dfits.open(path)
+        hdu = f[_hdu_key(args.hdu) if args.hdu is not None else 0]
+        if args.raw:
+            sys.stdout.write(hdu.header.tostring().decode("ascii", "replace"))
+        else:
+            print(repr(hdu.header))
+
+    return _each_file(args, show)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """dask's progress bar on stderr where someone watches it, else a no-op context."""
+    from dfits.progress import interactive
+
+    if args.progress or (not args.quiet and interactive(sys.stderr)):
+        from dask.diagnostics import ProgressBar
+
+        return ProgressBar(minimum=1.0, out=sys.stderr)
+    return _Null()
 
 
 def _axes(text: str | None, ndim: int) -> Any:
@@ -68,7 +110,6 @@ def _axes(text: str | None, ndim: int) -> Any:
 def _cmd_stats(args: argparse.Namespace) -> int:
     import dask
     import numpy as np
-    from dask.diagnostics import ProgressBar
 
     import dfits
     from dfits.array import reduce
@@ -81,8 +122,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     names |= {"min": "nanmin", "max": "nanmax"}
     exprs = {name: reduce(x, how, axis=axis) for name, how in names.items()}
     print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
-    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
-    with show, dask.config.set(scheduler="threads"):
+    with _progress(args), dask.config.set(scheduler="threads"):
         values = dask.compute(*exprs.values())
     for name, value in zip(exprs, values, strict=True):
         value = np.asarray(value)
@@ -149,7 +189,6 @@ def _cmd_moment(args: argparse.Namespace) -> int:
     import dask
     import dask.array as da
     import numpy as np
-    from dask.diagnostics import ProgressBar
 
     import dfits
     from dfits.array import weighted_sums
@@ -178,17 +217,26 @@ def _cmd_moment(args: argparse.Namespace) -> int:
     units = {0: f"{bunit} {unit}".strip(), 1: unit, 2: unit}[args.order]
     cards = [*_map_cards(hdu.header, axis, x.ndim), ("BUNIT", units)]
     cards.append(("HISTORY", f"dfits moment {args.order} of {_ascii(args.file)}"))
-    show = ProgressBar(minimum=1.0, out=sys.stderr) if not args.quiet else _Null()
-    with show, dask.config.set(scheduler="threads"):
+    with _progress(args), dask.config.set(scheduler="threads"):
         dfits.to_fits(result.astype(np.float32), args.out, header=cards, overwrite=args.overwrite)
     print(f"wrote moment-{args.order} map {result.shape} to {args.out}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from dfits.demo import main as demo_main
+    from dfits.demo import run
 
-    return demo_main(args.demo_args)
+    return run(args)
+
+
+def _add_progress_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", help="no progress bar")
+    group.add_argument(
+        "--progress",
+        action="store_true",
+        help="a progress bar on stderr even when it is not a terminal (default: only there)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -196,11 +244,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("info", help="table of HDUs")
-    p.add_argument("file")
+    p.add_argument("file", nargs="+")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("header", help="print a header")
-    p.add_argument("file")
+    p.add_argument("file", nargs="+")
     p.add_argument("--hdu", help="index, EXTNAME or EXTNAME,EXTVER (default 0)")
     p.add_argument("--raw", action="store_true", help="the 2880-byte blocks, unsplit")
     p.set_defaults(func=_cmd_header)
@@ -209,7 +257,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--hdu", help="default: the first image HDU with data")
     p.add_argument("--axis", help="comma-separated numpy axes to reduce (default: all)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_progress_flags(p)
     p.set_defaults(func=_cmd_stats)
 
     p = sub.add_parser("moment", help="moment map (0, 1, 2) along the spectral axis")
@@ -220,11 +268,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--axis", type=int, help="numpy axis of the spectrum (default 0)")
     p.add_argument("--clip", type=float, help="ignore values below this threshold")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_progress_flags(p)
     p.set_defaults(func=_cmd_moment)
 
     p = sub.add_parser("demo", help="the README's demo (1 GiB synthetic cube)")
-    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    add_demo_arguments(p)
     p.set_defaults(func=_cmd_demo)
     return parser
 
@@ -232,17 +280,35 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dfits`` command; returns the exit code."""
     args = _parser().parse_args(argv)
-    from dfits.errors import DfitsError
-
     try:
-        return int(args.func(args))
-    except (DfitsError, OSError, ValueError, KeyError, IndexError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"dfits: error: {message}", file=sys.stderr)
+        status = int(args.func(args))
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then seen below
+        return status
+    except BrokenPipeError:
+        return _broken_pipe()
+    except _ERRORS as err:
+        _report(err)
         return 1
     except KeyboardInterrupt:
         print("dfits: interrupted", file=sys.stderr)
         return 130
+
+
+def _report(err: BaseException) -> None:
+    sys.stdout.flush()  # the error after what was printed before it
+    message = err.args[0] if isinstance(err, KeyError) and err.args else err
+    print(f"dfits: error: {message}", file=sys.stderr)
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout is gone (``| head``): stop quietly, as ``cat`` would."""
+    try:
+        # Python flushes stdout again at exit and would report the same error there
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a descriptor (captured in a test)
+        pass
+    return _EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import numpy as np
 
 from dfits.io.writer import ImageWriter
 
-__all__ = ["main", "make_cube"]
+__all__ = ["add_arguments", "main", "make_cube", "run"]
 
 
 def _sources(ny: int, nx: int, rng: np.random.Generator, n: int = 6):
@@ -77,25 +77,38 @@ def _timed(label: str, func):
     return value
 
 
-def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[int, ...]]:
-    parser = argparse.ArgumentParser(prog="dfits demo", description=__doc__.splitlines()[0])
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 3 or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"needs three positive integers, not {text!r}")
+    return shape  # type: ignore[return-value]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options, on its own parser or on ``dfits demo``'s."""
     parser.add_argument(
         "--shape",
-        default="256,1024,1024",
-        help="cube shape nchan,ny,nx (default: 1 GiB of float32)",
+        type=_shape,
+        default=(256, 1024, 1024),
+        help="cube shape nchan,ny,nx (default: 256,1024,1024, 1 GiB of float32)",
     )
     parser.add_argument("--dir", default=None, help="where to write the cube (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the cube afterwards")
-    args = parser.parse_args(argv)
-    shape = tuple(int(v) for v in args.shape.split(","))
-    if len(shape) != 3 or min(shape) <= 0:
-        parser.error("--shape needs three positive integers")
-    return args, shape
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; returns the process exit code."""
-    args, shape = _parse(argv)
+    """Run the demo (``python -m dfits.demo``); returns the process exit code."""
+    parser = argparse.ArgumentParser(prog="dfits demo", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo with parsed options (``shape``, ``dir``, ``keep``); returns the exit code."""
+    shape = args.shape
     import dfits
 
     folder = args.dir or tempfile.mkdtemp(prefix="dfits-demo-")

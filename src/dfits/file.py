@@ -20,7 +20,7 @@ from dfits.array.reader import dask_array
 from dfits.errors import DfitsError, HDUNotFoundError, UnsupportedError, where
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
-from dfits.progress import ScanProgress
+from dfits.progress import ScanProgress, interactive
 from dfits.section import Section
 from dfits.table import TableAccess
 
@@ -322,7 +322,7 @@ def open(
         Passed to fsspec for URLs.
     progress : bool, optional
         Show header-scan progress on stderr once a scan has run for 2 s (default: for remote
-        files only).
+        files, when stderr is a terminal or the caller a Jupyter kernel).
 
     Returns
     -------
@@ -342,7 +342,7 @@ def _open(
     source = open_source(path, storage_options)
     if progress is None:
         # local scans take milliseconds; remote ones may take long for many HDUs
-        progress = not source.mappable
+        progress = not source.mappable and interactive()
     reporter = ScanProgress() if progress else None
     whole = source.mapping() if isinstance(source, LocalSource) else None
     try:

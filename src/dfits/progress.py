@@ -3,6 +3,10 @@
 :func:`dfits.open` passes a :class:`ScanProgress` to the layout scan for remote files. Nothing
 is shown for scans that finish quickly; past ``delay`` seconds a tqdm bar (when tqdm is
 installed) or a one-line counter on stderr reports bytes and HDUs scanned.
+
+:func:`interactive` is the one rule for showing progress by default, everywhere (scan, CLI,
+:func:`dfits.jupyter.compute`): only where someone watches — a terminal or a Jupyter kernel.
+Redirected to a log file, ``\r`` updates would be dozens of lines for a few seconds' work.
 """
 
 from __future__ import annotations
@@ -11,7 +15,25 @@ import sys
 import time
 from typing import Any, TextIO
 
-__all__ = ["ScanProgress"]
+__all__ = ["ScanProgress", "interactive"]
+
+
+def interactive(stream: TextIO | None = None) -> bool:
+    """True when progress written to ``stream`` (default ``sys.stderr``) is seen live.
+
+    That is a terminal, or any output of a Jupyter kernel (which renders ``\r`` updates
+    in place). Never imports IPython: a kernel has imported it already.
+    """
+    stream = sys.stderr if stream is None else stream
+    try:
+        if stream.isatty():
+            return True
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        pass
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if get is not None else None
+    return getattr(shell, "kernel", None) is not None
 
 
 class ScanProgress:

@@ -6,6 +6,9 @@
 * otherwise (threads, processes, synchronous) → ``dask.compute`` under
   ``dask.diagnostics.ProgressBar``.
 
+By default progress is shown only where it is watched (a Jupyter kernel or a terminal,
+:func:`dfits.progress.interactive`): a script logging to a file gets no ``\r`` updates.
+
 >>> import dask.array as da
 >>> compute(da.ones(4, chunks=2).sum(), progress=False)
 (np.float64(4.0),)
@@ -16,6 +19,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 from typing import Any
+
+from dfits.progress import interactive
 
 __all__ = ["compute", "current_client"]
 
@@ -40,21 +45,24 @@ def _has_widgets() -> bool:
     return importlib.util.find_spec("ipywidgets") is not None
 
 
-def compute(*arrays: Any, progress: bool = True, **kwargs: Any) -> tuple[Any, ...]:
+def compute(*arrays: Any, progress: bool | None = None, **kwargs: Any) -> tuple[Any, ...]:
     """Compute dask collections together, showing progress; returns a tuple of results.
 
     Parameters
     ----------
     *arrays : dask collections
         Computed in one graph, so shared reads (the same chunks of one cube) happen once.
-    progress : bool
+    progress : bool, optional
         Show a progress bar: ``distributed.progress`` when a client is the scheduler in use,
-        else ``dask.diagnostics.ProgressBar``.
+        else ``dask.diagnostics.ProgressBar`` (on stdout). Default: when stdout is a terminal
+        or this runs in a Jupyter kernel.
     **kwargs
         Passed to ``dask.compute`` (local schedulers) or ``client.compute``.
     """
     import dask
 
+    if progress is None:
+        progress = interactive(sys.stdout)
     client = current_client(*arrays)
     if client is None:
         if not progress:
