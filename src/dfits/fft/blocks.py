@@ -1,0 +1,134 @@
+"""What one dask task does to one block: split or merge axes, transform lines, twiddle.
+
+Every function takes a numpy block (or anything ``numpy.asarray`` accepts: a dfits stored
+chunk decodes once here) plus plain numbers, and returns a new numpy array, so the graph
+carries only offsets and lengths, never data. Per-line FFTs are numpy's pocketfft, unnormalised
+(``norm="backward"`` forward, ``norm="forward"`` inverse); the one scale factor ``norm`` asks
+for is applied by the last pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "chirp",
+    "columns",
+    "kernel",
+    "lines",
+    "merge_axes",
+    "split_axis",
+]
+
+
+def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype) -> np.ndarray:
+    # numpy computes in the input's precision (complex64 stays complex64 in numpy >= 2);
+    # casting first makes ints and float16 follow numpy.fft's result dtype exactly
+    block = np.asarray(block)
+    if block.dtype != ctype and not np.issubdtype(block.dtype, np.floating):
+        block = block.astype(ctype)
+    if inverse:
+        out = np.fft.ifft(block, axis=axis, norm="forward")
+    else:
+        out = np.fft.fft(block, axis=axis, norm="backward")
+    return out.astype(ctype, copy=False)
+
+
+def lines(block: Any, axis: int, inverse: bool, ctype: np.dtype, factor: float) -> np.ndarray:
+    """Transform every line of ``block`` along ``axis`` (one whole line per block), scaled."""
+    out = _fft(block, axis, inverse, ctype)
+    if factor != 1.0:
+        out *= out.dtype.type(factor)
+    return out
+
+
+def _twiddles(
+    k1: int, start: int, width: int, n: int, inverse: bool, ctype: np.dtype
+) -> np.ndarray:
+    """``exp(∓2πi k1 n2 / n)`` for ``k1 < k1`` rows and ``n2`` in ``[start, start + width)``.
+
+    The exponent is reduced modulo ``n`` in exact integers before it becomes an angle, so the
+    factors keep full float64 accuracy however long the transform (``k1 * n2 < n`` fits int64).
+    """
+    m = np.multiply.outer(np.arange(k1, dtype=np.int64), np.arange(start, start + width))
+    m %= n
+    angle = m * ((2.0 if inverse else -2.0) * np.pi / n)
+    out = np.empty(angle.shape, dtype=np.complex128)
+    np.cos(angle, out=out.real)
+    np.sin(angle, out=out.imag)
+    return out.astype(ctype, copy=False)
+
+
+def columns(
+    block: Any,
+    axis: int,
+    n: int,
+    inverse: bool,
+    ctype: np.dtype,
+    block_info: dict | None = None,
+) -> np.ndarray:
+    """The six-step's first pass on one block: transform along ``axis`` (all ``n1`` rows of the
+    split axis, one chunk), then multiply by the twiddles of the block's ``n2`` columns, which
+    sit at ``axis + 1``."""
+    out = _fft(block, axis, inverse, ctype)
+    assert block_info is not None
+    start, stop = block_info[None]["array-location"][axis + 1]
+    tw = _twiddles(out.shape[axis], start, stop - start, n, inverse, ctype)
+    out *= tw.reshape(tw.shape + (1,) * (out.ndim - axis - 2))
+    return out
+
+
+def split_axis(block: Any, axis: int, n2: int) -> np.ndarray:
+    """``(..., r * n2, ...)`` → ``(..., r, n2, ...)``: a chunk of whole rows of the six-step's
+    matrix (a view, no copy, when the block is contiguous)."""
+    block = np.asarray(block)
+    shape = block.shape
+    return block.reshape((*shape[:axis], shape[axis] // n2, n2, *shape[axis + 1 :]))
+
+
+def merge_axes(block: Any, axis: int) -> np.ndarray:
+    """``(..., a, b, ...)`` → ``(..., a * b, ...)``, the inverse of :func:`split_axis`."""
+    block = np.asarray(block)
+    shape = block.shape
+    return block.reshape((*shape[:axis], shape[axis] * shape[axis + 1], *shape[axis + 2 :]))
+
+
+def _square_mod(i: np.ndarray, m: int) -> np.ndarray:
+    """``i**2 % m`` exactly in int64 for ``m < 2**40`` (``i < m``): the square is split so no
+    partial product passes 2**63."""
+    hi, lo = i >> 16, i & 0xFFFF
+    return (((i * hi) % m << 16) + i * lo) % m
+
+
+def _chirp_at(k: np.ndarray, n: int, sign: float, ctype: np.dtype) -> np.ndarray:
+    # k**2 is reduced modulo 2n in exact integers first: the phase of k**2 / n in float64
+    # would lose all its digits for k past ~1e8
+    angle = _square_mod(k % (2 * n), 2 * n) * (sign * np.pi / n)
+    out = np.empty(angle.shape, dtype=np.complex128)
+    np.cos(angle, out=out.real)
+    np.sin(angle, out=out.imag)
+    return out.astype(ctype, copy=False)
+
+
+def chirp(n: int, inverse: bool, ctype: np.dtype, block_info: dict | None = None) -> np.ndarray:
+    """Bluestein's chirp ``exp(∓iπ k²/n)`` (``-`` forward) for the block's ``k``."""
+    assert block_info is not None
+    ((start, stop),) = block_info[None]["array-location"]
+    k = np.arange(start, stop, dtype=np.int64)
+    return _chirp_at(k, n, 1.0 if inverse else -1.0, ctype)
+
+
+def kernel(
+    n: int, m: int, inverse: bool, ctype: np.dtype, block_info: dict | None = None
+) -> np.ndarray:
+    """Bluestein's convolution kernel of length ``m``: the conjugate chirp at ``j`` for
+    ``j < n``, at ``m - j`` for ``j > m - n`` (its wrapped negative lags), zero between."""
+    assert block_info is not None
+    ((start, stop),) = block_info[None]["array-location"]
+    j = np.arange(start, stop, dtype=np.int64)
+    lag = np.where(j < n, j, m - j)
+    out = _chirp_at(np.where(lag < n, lag, 0), n, -1.0 if inverse else 1.0, ctype)
+    out[(j >= n) & (j <= m - n)] = 0
+    return out

@@ -1,0 +1,196 @@
+"""One axis of an FFT as a dask graph: direct, six-step or Bluestein (see :mod:`.plan`).
+
+Six-step, for ``N = N1 * N2`` along ``axis`` (``n = N2 * n1 + n2``, ``k = k1 + N1 * k2``)::
+
+    X[k1 + N1 k2] = sum_n2 W_N2^(n2 k2) · W_N^(n2 k1) · sum_n1 W_N1^(n1 k1) x[N2 n1 + n2]
+
+1. split the axis into ``(N1, N2)``: each input chunk is whole rows (a reshape per block);
+2. transpose so each block holds whole columns; FFT them (length ``N1``) and twiddle;
+3. transpose so each block holds whole rows; FFT them (length ``N2``): ``Z[k1, k2]``;
+4. natural order: swap the two axes, transpose so rows are whole again, merge them.
+
+``order="transposed"`` stops after step 3 and returns the split axes ``(N1, N2)`` with
+``Z[..., k1, k2, ...] == X[k1 + N1 * k2]``: two passes over the data instead of three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from dfits.fft import blocks
+from dfits.fft.plan import Split, plan_length
+from dfits.fft.transpose import _tile, transpose
+
+__all__ = ["Options", "along"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """How big a block may be, when transposes go to disk and where, which order to return."""
+
+    block_bytes: int
+    memory_limit: int
+    scratch: str | Path | None = None
+    natural: bool = True
+
+
+def along(
+    x: da.Array, axis: int, *, inverse: bool, factor: float, dtype: np.dtype, opts: Options
+) -> da.Array:
+    """The unnormalised FFT of ``x`` along ``axis`` times ``factor``, in ``dtype``.
+
+    With ``opts.natural`` false the axis comes back split in two (see the module docstring).
+    """
+    n = x.shape[axis]
+    chunked = len(x.chunks[axis]) > 1 and x.size > 0
+    max_line = max(2, opts.block_bytes // dtype.itemsize)
+    split = plan_length(n, max_line, chunked=chunked, prefer=_tile(x.chunks[axis]))
+    if split.method == "sixstep":
+        return _sixstep(x, axis, split, inverse, factor, dtype, opts)
+    if split.method == "bluestein":
+        y = _bluestein(x, axis, split, inverse, factor, dtype, opts)
+    else:
+        y = _direct(x, axis, inverse, factor, dtype, opts)
+    return y if opts.natural else _split(y, axis, 1)
+
+
+def _limit(x: da.Array, dtype: np.dtype, opts: Options) -> int:
+    """A block budget in ``x``'s bytes such that its transform in ``dtype`` fits the budget."""
+    return max(1, opts.block_bytes * x.dtype.itemsize // max(dtype.itemsize, x.dtype.itemsize))
+
+
+def _whole(x: da.Array, full: int, auto: int, limit: int) -> dict[int, Any]:
+    """Chunks making axis ``full`` one chunk, ``auto`` sized to the budget; the other axes keep
+    theirs unless even one line of blocks would pass the budget."""
+    others = [i for i in range(x.ndim) if i not in (full, auto)]
+    spec: dict[int, Any] = {full: -1, auto: "auto"}
+    line = x.shape[full] * prod(max(x.chunks[i], default=1) for i in others)
+    if line * x.dtype.itemsize > limit:
+        spec.update(dict.fromkeys(others, "auto"))
+    return spec
+
+
+def _move(x: da.Array, spec: dict[int, Any], limit: int, opts: Options) -> da.Array:
+    return transpose(
+        x, spec, memory_limit=opts.memory_limit, block_bytes=limit, scratch=opts.scratch
+    )
+
+
+def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
+    if len(x.chunks[axis]) > 1:
+        limit = _limit(x, dtype, opts)
+        spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
+        x = _move(x, spec, limit, opts)
+    return x.map_blocks(
+        blocks.lines, axis=axis, inverse=inverse, ctype=dtype, factor=factor, meta=_meta(x, dtype)
+    )
+
+
+def _meta(x: da.Array, dtype: np.dtype, ndim: int | None = None) -> np.ndarray:
+    return np.empty((0,) * (x.ndim if ndim is None else ndim), dtype=dtype)
+
+
+def _split(x: da.Array, axis: int, n2: int) -> da.Array:
+    chunks = (
+        *x.chunks[:axis],
+        tuple(c // n2 for c in x.chunks[axis]),
+        (n2,),
+        *x.chunks[axis + 1 :],
+    )
+    return x.map_blocks(
+        blocks.split_axis,
+        axis=axis,
+        n2=n2,
+        chunks=chunks,
+        new_axis=axis + 1,
+        meta=_meta(x, x.dtype, x.ndim + 1),
+    )
+
+
+def _merge(x: da.Array, axis: int) -> da.Array:
+    width = x.shape[axis + 1]
+    chunks = (*x.chunks[:axis], tuple(c * width for c in x.chunks[axis]), *x.chunks[axis + 2 :])
+    return x.map_blocks(
+        blocks.merge_axes,
+        axis=axis,
+        chunks=chunks,
+        drop_axis=axis + 1,
+        meta=_meta(x, x.dtype, x.ndim - 1),
+    )
+
+
+def _aligned(x: da.Array, axis: int, n2: int) -> da.Array:
+    """``x`` with every inner chunk boundary along ``axis`` a multiple of ``n2`` (whole rows)."""
+    if _tile(x.chunks[axis]) % n2 == 0:
+        return x
+    rows = max(1, round(max(x.chunks[axis]) / n2))
+    return x.rechunk({axis: rows * n2})
+
+
+def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
+    n1, n2 = split.n1, split.n2
+    y = _split(_aligned(x, axis, n2), axis, n2)
+    limit = _limit(y, dtype, opts)
+    y = _move(y, _whole(y, axis, axis + 1, limit), limit, opts)
+    y = y.map_blocks(
+        blocks.columns, axis=axis, n=n1 * n2, inverse=inverse, ctype=dtype, meta=_meta(y, dtype)
+    )
+    y = _move(y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts)
+    y = y.map_blocks(
+        blocks.lines,
+        axis=axis + 1,
+        inverse=inverse,
+        ctype=dtype,
+        factor=factor,
+        meta=_meta(y, dtype),
+    )
+    if not opts.natural:
+        return y
+    y = y.swapaxes(axis, axis + 1)
+    y = _move(y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts)
+    return _merge(y, axis)
+
+
+def _bluestein(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
+    """Length-``n`` DFT as a chirp convolution of length ``m`` (six-step inside)::
+
+    X[k] = c[k] · sum_j (x[j] c[j]) conj(c[k - j]),   c[j] = exp(∓iπ j²/n)
+    """
+    n, m = split.n, split.m
+    inner = Split("sixstep", m, split.n1, split.n2, m)
+    natural = Options(opts.block_bytes, opts.memory_limit, opts.scratch, natural=True)
+    line = [None] * x.ndim
+    line[axis] = slice(None)
+    c = da.map_blocks(
+        blocks.chirp,
+        n=n,
+        inverse=inverse,
+        ctype=dtype,
+        chunks=(x.chunks[axis],),
+        meta=_meta(x, dtype, 1),
+    )
+    a = (x * c[tuple(line)]).astype(dtype)
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, m - n)
+    a = da.pad(a, pad)
+    kernel = da.map_blocks(
+        blocks.kernel,
+        n=n,
+        m=m,
+        inverse=inverse,
+        ctype=dtype,
+        chunks=(a.chunks[axis],),
+        meta=_meta(x, dtype, 1),
+    )
+    fa = _sixstep(a, axis, inner, False, 1.0, dtype, natural)
+    fb = _sixstep(kernel, 0, inner, False, 1.0, dtype, natural)
+    conv = _sixstep(fa * fb[tuple(line)], axis, inner, True, 1.0 / m, dtype, natural)
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(0, n)
+    return (conv[tuple(index)] * (c[tuple(line)] * dtype.type(factor))).astype(dtype)

@@ -1,0 +1,119 @@
+"""The six-step's transposes: a dask rechunk in memory, or block I/O through a scratch zarr
+store when the array is bigger than the memory budget.
+
+A rechunk from row blocks to column blocks needs, at some moment, pieces of every input block;
+dask's threaded scheduler keeps them in memory, which is fine for arrays that fit and fatal
+for ones that do not. The scratch path is the Parallel Disk Model's transpose instead: every
+input block writes its tiles (the intersections of input and output blocks) into a zarr array
+whose chunks *are* those tiles, so no two tasks touch one zarr chunk, and every output block
+then reads whole tiles back. Each byte is written once and read once; memory is one block per
+thread. The output blocks depend on one barrier task that waits for all writes.
+
+The scratch directory must be visible to every worker (a shared disk on a cluster). Stores are
+named by the dask token of their input, so recomputing a graph rewrites the same store; they
+are left in place for the caller to remove (the default directory is a per-process temporary
+one, removed at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+__all__ = ["scratch_dir", "transpose"]
+
+
+@cache
+def _default_scratch() -> str:
+    base = dask.config.get("temporary-directory", None) or None
+    path = tempfile.mkdtemp(prefix="dfits-fft-", dir=base)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def scratch_dir(scratch: str | Path | None) -> str:
+    """The directory scratch stores go to: ``scratch``, or a per-process temporary one."""
+    return str(scratch) if scratch is not None else _default_scratch()
+
+
+def _tile(*chunkings: tuple[int, ...]) -> int:
+    """The largest length dividing every inner chunk boundary of every chunking."""
+    g = 0
+    for chunks in chunkings:
+        for b in np.cumsum(chunks[:-1]):
+            g = math.gcd(g, int(b))
+    return g or sum(chunkings[0])
+
+
+def transpose(
+    x: da.Array,
+    chunks: dict[int, Any],
+    *,
+    memory_limit: int,
+    block_bytes: int,
+    scratch: str | Path | None,
+) -> da.Array:
+    """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through scratch zarr.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+    chunks : dict
+        Per-axis chunks, as :meth:`dask.array.Array.rechunk` takes them.
+    memory_limit : int
+        Arrays of more bytes than this are transposed through disk.
+    block_bytes : int
+        Budget of one block (``"auto"`` chunks are sized to it).
+    scratch : str or Path or None
+        Where the scratch stores go (see :func:`scratch_dir`).
+    """
+    target = x.rechunk(chunks, block_size_limit=block_bytes)
+    if x.nbytes <= memory_limit or target.chunks == x.chunks:
+        return target
+    return _through_zarr(x, target.chunks, scratch_dir(scratch))
+
+
+def _through_zarr(x: da.Array, out_chunks: tuple, directory: str) -> da.Array:
+    import zarr
+
+    tiles = tuple(_tile(a, b) for a, b in zip(x.chunks, out_chunks, strict=True))
+    path = str(Path(directory) / f"transpose-{x.name}.zarr")
+    store = zarr.open_array(
+        path,
+        mode="w",
+        shape=x.shape,
+        chunks=tiles,
+        dtype=x.dtype,
+        compressors=None,
+        fill_value=0,
+        zarr_format=3,
+    )
+    # lock=False is safe: input blocks cover whole tiles, so no two tasks share a zarr chunk
+    written = da.store(x, store, lock=False, compute=False)
+    return da.map_blocks(
+        _read,
+        dtype=x.dtype,
+        chunks=out_chunks,
+        meta=np.empty((0,) * x.ndim, dtype=x.dtype),
+        path=path,
+        written=written,
+    )
+
+
+def _read(path: str, written: Any, block_info: dict | None = None) -> np.ndarray:
+    """One output block, read back as whole tiles (``written`` only orders it after the
+    writes)."""
+    import zarr
+
+    assert block_info is not None
+    region = tuple(slice(s, e) for s, e in block_info[None]["array-location"])
+    return zarr.open_array(path, mode="r")[region]
