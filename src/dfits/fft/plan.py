@@ -161,11 +161,15 @@ def plan_length(n: int, max_line: int, *, chunked: bool, prefer: int = 0) -> Spl
     split = _balanced(n, max_line, prefer)
     if split is not None:
         return Split("sixstep", n, split[0], split[1], n)
-    m = next_smooth(2 * n - 1)
-    split = _balanced(m, max_line, 0)
-    if split is None:
-        raise ValueError(f"an FFT of length {n} needs lines longer than {max_line} elements")
-    return Split("bluestein", n, split[0], split[1], m)
+    # the smallest 5-smooth convolution length, else a power of two (which splits evenly)
+    for m in (next_smooth(2 * n - 1), 1 << (2 * n - 2).bit_length()):
+        split = _balanced(m, max_line, 0)
+        if split is not None:
+            return Split("bluestein", n, split[0], split[1], m)
+    raise ValueError(
+        f"an FFT of length {n} needs lines longer than {max_line} elements: "
+        "raise block_size"
+    )
 
 
 def default_memory_limit() -> int:
