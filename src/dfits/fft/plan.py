@@ -167,8 +167,7 @@ def plan_length(n: int, max_line: int, *, chunked: bool, prefer: int = 0) -> Spl
         if split is not None:
             return Split("bluestein", n, split[0], split[1], m)
     raise ValueError(
-        f"an FFT of length {n} needs lines longer than {max_line} elements: "
-        "raise block_size"
+        f"an FFT of length {n} needs lines longer than {max_line} elements: raise block_size"
     )
 
 

@@ -83,37 +83,62 @@ def transpose(
 
 
 def _through_zarr(x: da.Array, out_chunks: tuple, directory: str) -> da.Array:
-    import zarr
-
     tiles = tuple(_tile(a, b) for a, b in zip(x.chunks, out_chunks, strict=True))
     path = str(Path(directory) / f"transpose-{x.name}.zarr")
-    store = zarr.open_array(
-        path,
-        mode="w",
-        shape=x.shape,
-        chunks=tiles,
-        dtype=x.dtype,
-        compressors=None,
-        fill_value=0,
-        zarr_format=3,
+    # everything on disk happens in tasks: building the graph writes nothing
+    created = dask.delayed(_create, pure=True)(path, x.shape, tiles, x.dtype.str)
+    written = x.map_blocks(
+        _write,
+        path=path,
+        created=created,
+        chunks=tuple((1,) * len(c) for c in x.chunks),
+        meta=np.empty((0,) * x.ndim, dtype=bool),
     )
-    # lock=False is safe: input blocks cover whole tiles, so no two tasks share a zarr chunk
-    written = da.store(x, store, lock=False, compute=False)
     return da.map_blocks(
         _read,
         dtype=x.dtype,
         chunks=out_chunks,
         meta=np.empty((0,) * x.ndim, dtype=x.dtype),
         path=path,
-        written=written,
+        written=dask.delayed(_all, pure=True)(written),
     )
 
 
-def _read(path: str, written: Any, block_info: dict | None = None) -> np.ndarray:
-    """One output block, read back as whole tiles (``written`` only orders it after the
-    writes)."""
+def _create(path: str, shape: tuple, tiles: tuple, dtype: str) -> str:
+    import zarr
+
+    # uncompressed: every tile is written once and read once, at disk speed
+    zarr.create_array(
+        store=path,
+        shape=shape,
+        chunks=tiles,
+        dtype=dtype,
+        compressors=None,
+        fill_value=0,
+        overwrite=True,
+    )
+    return path
+
+
+def _write(block: Any, path: str, created: str, block_info: dict | None = None) -> np.ndarray:
+    """Store one input block as whole tiles. No lock: input blocks cover whole tiles, so no
+    two tasks write one zarr chunk."""
     import zarr
 
     assert block_info is not None
+    region = tuple(slice(s, e) for s, e in block_info[0]["array-location"])
+    zarr.open_array(created, mode="r+")[region] = np.asarray(block)
+    return np.ones((1,) * len(region), dtype=bool)
+
+
+def _all(written: np.ndarray) -> bool:
+    return bool(np.all(written))
+
+
+def _read(path: str, written: bool, block_info: dict | None = None) -> np.ndarray:
+    """One output block, read back as whole tiles (``written`` orders it after the writes)."""
+    import zarr
+
+    assert written and block_info is not None
     region = tuple(slice(s, e) for s, e in block_info[None]["array-location"])
     return zarr.open_array(path, mode="r")[region]
