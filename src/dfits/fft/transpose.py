@@ -139,6 +139,7 @@ def _read(path: str, written: bool, block_info: dict | None = None) -> np.ndarra
     """One output block, read back as whole tiles (``written`` orders it after the writes)."""
     import zarr
 
-    assert written and block_info is not None
+    assert written
+    assert block_info is not None
     region = tuple(slice(s, e) for s, e in block_info[None]["array-location"])
     return zarr.open_array(path, mode="r")[region]
