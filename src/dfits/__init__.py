@@ -71,7 +71,15 @@ _LAZY = {
 }
 
 
+#: subpackages reachable as attributes without their own import (``dfits.fft.fft(x)``)
+_SUBPACKAGES = {"fft": "dfits.fft"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(_SUBPACKAGES[name])
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dfits' has no attribute {name!r}")

@@ -1,0 +1,245 @@
+"""FFT along chunked axes: dfits.fft against numpy.fft and dask's rechunk workaround (issue 36).
+
+Every measurement runs in a fresh child process, so each method's peak RSS is its own; the
+median of ``--repeat`` runs is reported with the largest peak RSS.
+
+Cases
+-----
+``inmem``   1-D complex128 of 2**log2n values, chunked along the axis: ``numpy.fft.fft``,
+            ``x.rechunk(n)`` + ``dask.array.fft.fft``, ``dfits.fft.fft`` (natural and
+            transposed order). Normalised time = seconds / (N log2 N) in ns.
+``ooc``     1-D complex64 of 2**log2n values read from a FITS file (an ``(N, 2)`` float32 image:
+            real, imaginary), transformed through the scratch zarr store and written to a zarr
+            array; compared with the floor: sequential read + write of the same bytes, once per
+            pass over the data.
+``2d``      ``fftn`` of a side x side float32 FITS image in tile x tile chunks, written to a
+            zarr array, against ``numpy.fft.fft2`` of the image in memory.
+
+Examples (the issue's sizes; a quiet machine needed)::
+
+    python benchmarks/fft.py inmem --log2n 26 --repeat 5
+    python benchmarks/fft.py ooc --log2n 32 --repeat 5 --dir /scratch/disk
+    python benchmarks/fft.py 2d --side 16384 --tile 1024 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: methods of each case, in the order they are printed
+METHODS = {
+    "inmem": ["numpy", "dask-rechunk", "dfits", "dfits-transposed"],
+    "ooc": ["floor", "dfits"],
+    "2d": ["numpy", "dfits"],
+}
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _inmem(method: str, args: argparse.Namespace) -> float:
+    import dask.array as da
+    import numpy as np
+
+    n = 1 << args.log2n
+    chunk = n // args.chunks
+    x = da.random.default_rng(0).standard_normal(n, chunks=chunk).astype(np.complex128)
+    x = x.persist()
+    start = time.perf_counter()
+    if method == "numpy":
+        values = x.compute()
+        start = time.perf_counter()
+        np.fft.fft(values)
+    elif method == "dask-rechunk":
+        da.fft.fft(x.rechunk(n)).compute()
+    else:
+        import dfits.fft
+
+        order = "transposed" if method == "dfits-transposed" else "natural"
+        dfits.fft.fft(x, order=order, block_size=args.block).compute()
+    return time.perf_counter() - start
+
+
+def _ooc_file(args: argparse.Namespace) -> Path:
+    """An ``(N, 2)`` float32 image (real, imaginary parts), written once and reused."""
+    import numpy as np
+
+    from dfits.io.writer import ImageWriter
+
+    n = 1 << args.log2n
+    path = Path(args.dir) / f"fft-ooc-{args.log2n}.fits"
+    if not path.exists():
+        rng = np.random.default_rng(0)
+        slab = min(n, 1 << 24)
+        with ImageWriter(path, (n, 2), ">f4") as out:
+            for _ in range(n // slab):
+                out.write(rng.standard_normal((slab, 2), dtype=np.float32))
+    return path
+
+
+def _floor(path: Path, args: argparse.Namespace) -> float:
+    """Sequential read + write of the file's bytes, once per pass of the algorithm."""
+    target = Path(args.dir) / "fft-floor.bin"
+    start = time.perf_counter()
+    for _ in range(args.passes):
+        with open(path, "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 64 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+    elapsed = time.perf_counter() - start
+    target.unlink()
+    return elapsed
+
+
+def _ooc(method: str, args: argparse.Namespace) -> float:
+    import dfits
+
+    path = _ooc_file(args)
+    if method == "floor":
+        return _floor(path, args)
+    import dfits.fft
+
+    pairs = dfits.open(path)[0].data
+    pairs[:4].compute()  # compile the decode kernels before the clock starts
+    x = pairs[:, 0] + 1j * pairs[:, 1]
+    scratch = tempfile.mkdtemp(dir=args.dir, prefix="fft-scratch-")
+    out = Path(scratch) / "out.zarr"
+    start = time.perf_counter()
+    y = dfits.fft.fft(x, block_size=args.block, memory_limit=args.memory, scratch=scratch)
+    y.to_zarr(str(out))
+    elapsed = time.perf_counter() - start
+    shutil.rmtree(scratch, ignore_errors=True)
+    return elapsed
+
+
+def _image_file(args: argparse.Namespace) -> Path:
+    import numpy as np
+
+    from dfits.io.writer import ImageWriter
+
+    path = Path(args.dir) / f"fft-2d-{args.side}.fits"
+    if not path.exists():
+        rng = np.random.default_rng(0)
+        with ImageWriter(path, (args.side, args.side), ">f4") as out:
+            for _ in range(args.side // args.tile):
+                out.write(rng.standard_normal((args.tile, args.side), dtype=np.float32))
+    return path
+
+
+def _2d(method: str, args: argparse.Namespace) -> float:
+    import numpy as np
+
+    import dfits
+
+    path = _image_file(args)
+    x = dfits.open(path, chunks=(args.tile, args.tile))[0].data
+    x[:4, :4].compute()  # compile the decode kernels before the clock starts
+    if method == "numpy":
+        values = x.compute()
+        start = time.perf_counter()
+        np.fft.fft2(values)
+        return time.perf_counter() - start
+    import dfits.fft
+
+    scratch = tempfile.mkdtemp(dir=args.dir, prefix="fft-2d-")
+    start = time.perf_counter()
+    dfits.fft.fftn(x, block_size=args.block).to_zarr(str(Path(scratch) / "out.zarr"))
+    elapsed = time.perf_counter() - start
+    shutil.rmtree(scratch, ignore_errors=True)
+    return elapsed
+
+
+CASES = {"inmem": _inmem, "ooc": _ooc, "2d": _2d}
+
+
+def _child(args: argparse.Namespace) -> None:
+    import dask
+
+    with dask.config.set(scheduler="threads", num_workers=args.threads):
+        seconds = CASES[args.case](args.child, args)
+    print(json.dumps({"seconds": seconds, "rss": _peak_rss()}))
+
+
+def _run_one(method: str, argv: list[str]) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, *argv, "--child", method],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("case", choices=sorted(CASES))
+    p.add_argument("--log2n", type=int, default=20, help="1-D length is 2**log2n")
+    p.add_argument("--chunks", type=int, default=16, help="inmem: chunks along the axis")
+    p.add_argument("--side", type=int, default=2048, help="2d: image side")
+    p.add_argument("--tile", type=int, default=256, help="2d: chunk side")
+    p.add_argument("--block", default="32MiB", help="dfits.fft block_size")
+    p.add_argument("--memory", default="1GiB", help="ooc: dfits.fft memory_limit")
+    p.add_argument("--passes", type=int, default=4, help="ooc: passes the floor copies")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--dir", default=tempfile.gettempdir(), help="where files and scratch go")
+    p.add_argument("--methods", nargs="*", help="a subset of the case's methods")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    return p
+
+
+def measure(argv: list[str]) -> dict[str, dict]:
+    """``{method: {"median": s, "times": [...], "rss": bytes}}`` for the case ``argv`` names."""
+    args = _parser().parse_args(argv)
+    results = {}
+    for method in args.methods or METHODS[args.case]:
+        runs = [_run_one(method, argv) for _ in range(args.repeat)]
+        times = [r["seconds"] for r in runs]
+        results[method] = {
+            "median": statistics.median(times),
+            "times": times,
+            "rss": max(r["rss"] for r in runs),
+        }
+    return results
+
+
+def report(case: str, results: dict[str, dict], args: argparse.Namespace) -> str:
+    lines = [f"case {case}, {args.threads} threads, median of {args.repeat}"]
+    n = 1 << args.log2n if case != "2d" else args.side**2
+    for method, r in results.items():
+        norm = r["median"] / (n * math.log2(n)) * 1e9
+        lines.append(
+            f"  {method:18s} {r['median']:9.3f} s  peak RSS {r['rss'] / 2**30:6.2f} GiB"
+            f"  normalised {norm:6.3f} ns/(N log2 N)"
+        )
+    base = results.get("numpy") or results.get("floor")
+    if base:
+        for method, r in results.items():
+            lines.append(f"  {method:18s} {base['median'] / r['median']:6.2f}x the baseline")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    if args.child:
+        _child(args)
+        return 0
+    print(report(args.case, measure(argv), args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
