@@ -22,6 +22,7 @@ import xarray as xr
 from dfits._display import figure
 from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
 from dfits.xarray.errors import RegionError, WCSError
+from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
 from dfits.xarray.moments import moment_map, moment_units
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask
@@ -165,6 +166,37 @@ class FitsDataArrayAccessor:
         elif "var" in how and units:
             units = f"({units})2"
         return _reduced(obj, out, tuple(str(d) for d in dims), how, units)
+
+    # -- Fourier --------------------------------------------------------------------------
+    def _step(self, dim: Hashable) -> tuple[float, str]:
+        """Sample spacing of ``dim``: its coordinate's, the WCS pixel scale of a celestial
+        axis, or one pixel."""
+        fallback = (1.0, "")
+        if dim in ("x", "y"):
+            with contextlib.suppress(WCSError):
+                wcs = self.wcs
+                if wcs.has_celestial:
+                    from astropy.wcs.utils import proj_plane_pixel_scales
+
+                    scales = proj_plane_pixel_scales(wcs.celestial)
+                    fallback = (float(scales[0 if dim == "x" else 1]), "deg")
+        return spacing(self._obj, dim, fallback)
+
+    def fft(self, dim: Hashable, **kw: Any) -> xr.DataArray:
+        """The FFT along ``dim`` as a DataArray over ``freq_<dim>`` (xrft's naming), lazily,
+        with any chunking (:mod:`dfits.fft`). Frequencies come from ``dim``'s uniform
+        coordinate (Hz from seconds) or the WCS pixel scale (1/deg); ``real=`` (default: for
+        real data) gives ``rfft``'s half spectrum, ``shift=`` (default True) centres zero in a
+        complex one; ``norm``, ``block_size``, ``memory_limit``, ``scratch`` go to
+        :func:`dfits.fft.fft`."""
+        self._check_dim(dim)
+        return fourier(self._obj, dim, self._step(dim), **kw)
+
+    def power_spectrum(self, dim: Hashable, **kw: Any) -> xr.DataArray:
+        """``|X|² · d / n`` along ``dim`` (periodogram density), on :meth:`fft`'s
+        frequencies; takes :meth:`fft`'s keywords."""
+        self._check_dim(dim)
+        return power_spectrum(self._obj, dim, self._step(dim), **kw)
 
     # -- moments --------------------------------------------------------------------------
     def moment(
