@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pickle
+import re
 
+import dask
 import dask.array as da
 import fsspec
 import numpy as np
@@ -151,4 +153,14 @@ def st_chunks():
 )
 def test_bad_urls_are_dfits_errors_naming_the_url(url, error, message):
     with pytest.raises(error, match=message):
+        dfits.open(url)
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:9/x.fits", "http://127.0.0.1:9/x.fits"])
+def test_unreachable_url_is_a_remote_read_error_naming_it(url):
+    # port 9 (discard) is closed on the loopback: the connection is refused at once
+    with (
+        dask.config.set({"dfits.remote.retries": 1}),
+        pytest.raises(dfits.RemoteReadError, match=re.escape(repr(url))),
+    ):
         dfits.open(url)

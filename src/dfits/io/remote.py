@@ -147,7 +147,14 @@ class FsspecSource:
             # 4 MiB reads stream a 256 MiB range at 0.8 GB/s against 0.3 GB/s.
             client.setdefault("read_bufsize", 4 * 2**20)
             opts["client_kwargs"] = client
-        return fsspec.core.url_to_fs(self.url, **opts)
+        try:
+            return fsspec.core.url_to_fs(self.url, **opts)
+        except (ValueError, ImportError):
+            raise  # an unknown protocol or a missing implementation: see open()
+        except Exception as err:
+            # Filesystems that log in when made (ftp, sftp, smb) fail here with their own
+            # exceptions (ConnectionRefusedError, ftplib.error_perm, paramiko's, ...).
+            raise RemoteReadError(f"{self.url!r}: cannot connect: {err!r}") from err
 
     def _info(self) -> dict[str, Any]:
         fs, path = self._filesystem()
