@@ -303,7 +303,7 @@ class FitsFile(Sequence[HDU]):
 
 
 def open(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Any,
     *,
     chunks: Any = None,
     storage_options: dict[str, Any] | None = None,
@@ -313,8 +313,10 @@ def open(
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A local path, or any fsspec URL (``https://``, ``s3://``, ...).
+    path : str, os.PathLike or binary file object
+        A local path, any fsspec URL (``https://``, ``s3://``, ...), or an open binary file
+        (``open(p, "rb")`` and fsspec files are read through their path or URL; others,
+        such as ``io.BytesIO``, are read whole into memory, readable in this process only).
     chunks : optional
         Default chunks for ``hdu.data`` (anything dask accepts); by default contiguous slabs
         of the slowest axes near dask's ``array.chunk-size``.
@@ -331,8 +333,13 @@ def open(
     return _open(path, chunks, storage_options, progress, stacklevel=2)
 
 
+def _name(path: Any, source: Any) -> str:
+    """What messages call the file: the path or URL as given, or the file object's name."""
+    return os.fspath(path) if isinstance(path, str | os.PathLike) else source.path
+
+
 def _open(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Any,
     chunks: Any,
     storage_options: dict[str, Any] | None,
     progress: bool | None,
@@ -349,7 +356,7 @@ def _open(
         layout = scan(
             source.read,
             source.size,
-            filename=os.fspath(path),
+            filename=_name(path, source),
             progress=reporter,
             whole=whole,
             stacklevel=stacklevel + 1,
