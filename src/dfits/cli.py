@@ -1,4 +1,4 @@
-"""The ``dfits`` command line: ``info``, ``header``, ``stats``, ``moment`` and ``demo``.
+"""The ``dfits`` command line: ``info``, ``header``, ``stats``, ``moment``, ``warm``, ``demo``.
 
 Every failure prints one line, ``dfits: error: <what went wrong>``, and exits non-zero
 (2 for usage errors, 1 for bad files), so shell pipelines can rely on it. ``info`` and
@@ -223,6 +223,16 @@ def _cmd_moment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_warm(args: argparse.Namespace) -> int:
+    from dfits.kernels import warm
+
+    report = warm(jobs=args.jobs)
+    where = report.cache_dir or "nowhere writable: kernels will compile in memory, per process"
+    print(f"compiled the kernels of {report.encodings} encodings in {report.seconds:.1f} s")
+    print(f"cache: {where}")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from dfits.demo import run
 
@@ -270,6 +280,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     _add_progress_flags(p)
     p.set_defaults(func=_cmd_moment)
+
+    p = sub.add_parser("warm", help="compile the common kernels into the on-disk cache")
+    p.add_argument("--jobs", type=int, help="worker processes (default: one per CPU)")
+    p.set_defaults(func=_cmd_warm)
 
     p = sub.add_parser("demo", help="the README's demo (1 GiB synthetic cube)")
     add_demo_arguments(p)

@@ -139,7 +139,7 @@ def _reduce(hdu, shape: tuple[int, ...]):
     # two chunks along the channels, so that combining peak-channel partials compiles too
     split = hdu.to_dask(chunks=(4, 32, 32))[:8, :32, :32]
     _timed(
-        "first calls (compile the kernels)",
+        "first calls (load or compile the kernels)",
         lambda: da.compute(
             da.nanargmax(split, axis=0),
             da.nansum(corner, axis=0),

@@ -1,11 +1,11 @@
 """Numba plumbing shared by every kernel: flags, block and tile sizes, the compensated add.
 
 Kernels are built by ``functools.cache``-d factories (one per encoding kind and option), so
-nothing compiles at import and each variant compiles once per process on first use. They are
-``nogil`` so dask's threaded scheduler runs them in parallel. Numba's on-disk cache is not used:
-closures over per-kind loaders cannot be cached safely, and worker *processes* sharing one cache
-directory is a known source of trouble; a variant compiles in 0.2-4 s (row kernels are the
-quick ones, column kernels with their four-row passes the slow ones).
+nothing compiles at import. They are ``nogil`` so dask's threaded scheduler runs them in
+parallel. Each factory's loop body goes through :func:`dfits.kernels._cache.entry`, which
+compiles it with these flags into Numba's on-disk cache: a variant compiles once per machine
+(0.2-4 s; row kernels are the quick ones, column kernels with their four-row passes the slow
+ones) and loads in milliseconds in every later process.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "TILE",
     "compensated",
     "four_rows",
+    "inline",
     "jit",
     "neumaier",
 ]
@@ -55,7 +56,7 @@ FASTMATH = frozenset({"reassoc", "nsz", "arcp"})
 
 
 def jit(func):
-    """Compile a kernel: nopython, no GIL, reassociating float math."""
+    """Compile a helper that kernels call (not inline): nopython, no GIL, reassociating math."""
     return njit(nogil=True, fastmath=set(FASTMATH), error_model="numpy")(func)
 
 
@@ -103,3 +104,8 @@ def compensated(total, comp):
     is ``x - x == x - x``, which a reassociating caller folds to True.
     """
     return total + comp if np.isfinite(total) else total
+
+
+#: Decorator of the inlined parts of kernels (loaders, steps, loop bodies): compiled as part of
+#: the kernel that calls them, with its flags.
+inline = njit(inline="always", nogil=True)

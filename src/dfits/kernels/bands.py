@@ -24,15 +24,15 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from dfits.kernels._cache import entry
 from dfits.kernels._compile import (
     BLOCK,
     ROWS_PER_TILE,
     SUM_TILE,
     compensated,
     four_rows,
-    jit,
+    inline,
     neumaier,
 )
 from dfits.kernels._loaders import Kind, loaders
@@ -102,8 +102,7 @@ def band_kernels(kind: Kind, counted: bool = True, summed: bool = True):
     ``out_n`` is not written, without ``summed`` ``out_sum`` is not: a plain sum or a plain
     count fills one map of fresh memory per chunk instead of two.
     """
-    take = _taker(kind)
-    return _band_rows(take, counted, summed), _band_cols(take, counted, summed)
+    return _band_rows(kind, counted, summed), _band_cols(kind, counted, summed)
 
 
 def _taker(kind: Kind):
@@ -111,7 +110,7 @@ def _taker(kind: Kind):
     ld = loaders(kind)
     phys, f64 = ld.phys, ld.f64
 
-    @njit(inline="always", nogil=True)
+    @inline
     def take(x, scale, zero, blank, lo, hi):
         # compute, then select: a branch here stops LLVM vectorising the loop
         p = np.float64(phys(x, scale, zero, blank))
@@ -122,8 +121,10 @@ def _taker(kind: Kind):
     return take
 
 
-def _band_rows(take, counted: bool, summed: bool):
-    @jit
+def _band_rows(kind: Kind, counted: bool, summed: bool):
+    take = _taker(kind)
+
+    @inline
     def rows(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -147,13 +148,13 @@ def _band_rows(take, counted: bool, summed: bool):
             if counted:
                 out_n[a] = n
 
-    return rows
+    return entry(rows, kind, counted, summed)
 
 
-def _band_cols(take, counted: bool, summed: bool):
-    four, one = _band_steps(take, counted, summed)
+def _band_cols(kind: Kind, counted: bool, summed: bool):
+    four, one = _band_steps(_taker(kind), counted, summed)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
         na, nb, nc, off, sa, sb = geo
         part = np.empty(SUM_TILE)
@@ -198,13 +199,13 @@ def _band_cols(take, counted: bool, summed: bool):
                 if counted:
                     out_n[a, c0:c1] = cnt[:w]
 
-    return cols
+    return entry(cols, kind, counted, summed)
 
 
 def _band_steps(take, counted: bool, summed: bool):
     """The column kernel's steps: four rows, and one row, into ``part`` and ``cnt``."""
 
-    @njit(inline="always", nogil=True)
+    @inline
     def four(r0, r1, r2, r3, w, part, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             v0, k0 = take(r0[c], scale, zero, blank, lo, hi)
@@ -216,7 +217,7 @@ def _band_steps(take, counted: bool, summed: bool):
             if counted:
                 cnt[c] += (k0 + k1) + (k2 + k3)
 
-    @njit(inline="always", nogil=True)
+    @inline
     def one(row, w, part, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             v, k = take(row[c], scale, zero, blank, lo, hi)

@@ -13,7 +13,8 @@ import functools
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import flat
 from dfits.kernels._shape import layout_for
@@ -27,7 +28,7 @@ def decode_kernel(kind: Kind):
     """Return ``decode(base, geo, scale, zero, blank, out2)`` for 2-D views of any strides."""
     phys = loaders(kind).phys
 
-    @jit
+    @inline
     def decode(base, geo, scale, zero, blank, out):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -35,7 +36,7 @@ def decode_kernel(kind: Kind):
             for b in range(length):
                 out[a, b] = phys(ua[b], scale, zero, blank)
 
-    return decode
+    return entry(decode, kind)
 
 
 def decode(u: np.ndarray, spec: Spec, out: np.ndarray | None = None) -> np.ndarray:

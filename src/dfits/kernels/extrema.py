@@ -17,9 +17,9 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from dfits.kernels._compile import SUM_TILE, jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import SUM_TILE, inline, jit
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import flat, kept_shape, run
 from dfits.kernels._spec import Spec, normalize_axis, params
@@ -127,8 +127,7 @@ def extrema_kernels(kind: Kind, want_max: bool):
     reduced axis; ``out_nanidx`` (int64) the first missing index (for NaN-propagating
     argmin/argmax), -1 where none is missing.
     """
-    better = _comparison(want_max)
-    return _extrema_rows(kind, better), _extrema_cols(kind, better)
+    return _extrema_rows(kind, want_max), _extrema_cols(kind, want_max)
 
 
 def _comparison(want_max: bool):
@@ -141,12 +140,13 @@ def _comparison(want_max: bool):
     return better
 
 
-def _extrema_rows(kind: Kind, better):
+def _extrema_rows(kind: Kind, want_max: bool):
+    better = _comparison(want_max)
     ld = loaders(kind)
     valid, phys = ld.valid, ld.phys
     can_miss = kind.can_be_missing
 
-    @jit
+    @inline
     def rows(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -168,7 +168,7 @@ def _extrema_rows(kind: Kind, better):
             out_idx[a] = idx
             out_nanidx[a] = nanidx
 
-    return rows
+    return entry(rows, kind, want_max)
 
 
 def _extrema_folds(kind: Kind, better):
@@ -176,7 +176,7 @@ def _extrema_folds(kind: Kind, better):
     phys = loaders(kind).phys
     can_miss = kind.can_be_missing
 
-    @njit(inline="always", nogil=True)
+    @inline
     def step(v, b, best, at, nan_at):
         take = better(v, best)
         if can_miss:
@@ -202,13 +202,14 @@ def _extrema_folds(kind: Kind, better):
     return fold_one, fold_four
 
 
-def _extrema_cols(kind: Kind, better):
+def _extrema_cols(kind: Kind, want_max: bool):
+    better = _comparison(want_max)
     ld = loaders(kind)
     valid, phys = ld.valid, ld.phys
     can_miss = kind.can_be_missing
     fold_one, fold_four = _extrema_folds(kind, better)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, out_val, out_idx, out_nanidx):
         # The caller pre-fills ``out_val`` with the identity (±inf, or the integer type's
         # max/min). A missing value is NaN in the physical domain and never wins, so each
@@ -252,7 +253,7 @@ def _extrema_cols(kind: Kind, better):
                             out_idx[a, c] = b
                             break
 
-    return cols
+    return entry(cols, kind, want_max)
 
 
 @functools.cache
@@ -272,7 +273,7 @@ def minmax_kernels(kind: Kind, want_max: bool, banded: bool = False):
 
 
 def _out_of_band(banded: bool):
-    @njit(inline="always", nogil=True)
+    @inline
     def out_of_band(v, lo, hi):
         # NaN is missing either way; a value outside the band is missing too when banded
         if banded:
@@ -287,7 +288,7 @@ def _minmax_rows(kind: Kind, want_max: bool, banded: bool):
     phys = loaders(kind).phys
     out_of_band = _out_of_band(banded)
 
-    @jit
+    @inline
     def rows(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -304,14 +305,14 @@ def _minmax_rows(kind: Kind, want_max: bool, banded: bool):
             out_idx[a] = length - nmiss
             out_nanidx[a] = nmiss
 
-    return rows
+    return entry(rows, kind, want_max, banded)
 
 
 def _minmax_cols(kind: Kind, want_max: bool, banded: bool):
     phys = loaders(kind).phys
     out_of_band = _out_of_band(banded)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, lo, hi, out_val, out_idx, out_nanidx):
         na, nb, nc, off, sa, sb = geo
         for a in range(na):
@@ -330,4 +331,4 @@ def _minmax_cols(kind: Kind, want_max: bool, banded: bool):
             for c in range(nc):
                 out_idx[a, c] = nb - miss[c]
 
-    return cols
+    return entry(cols, kind, want_max, banded)

@@ -20,9 +20,9 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from dfits.kernels._compile import NARROW_BLOCK, SUM_TILE, TILE, four_rows, jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import NARROW_BLOCK, SUM_TILE, TILE, four_rows, inline
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import add_parts, flat, fold_sums, kept_shape, run
 from dfits.kernels._shape import layout_for
@@ -35,8 +35,6 @@ __all__ = [
     "scaled_integer_sum",
     "sums_once",
 ]
-
-_inline = njit(inline="always", nogil=True)
 
 
 def integer_sum(u: np.ndarray, spec: Spec, axis: Any = None) -> np.ndarray:
@@ -116,7 +114,7 @@ def _isum_rows(kind: Kind):
     narrow = kind.bitpix in (8, 16)
     acc_t = _acc_type(kind)
 
-    @jit
+    @inline
     def rows(base, geo, scale, zero, blank, out_sum):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -134,7 +132,7 @@ def _isum_rows(kind: Kind):
                     t += phys(ua[b], scale, zero, blank)
             out_sum[a] = t
 
-    return rows
+    return entry(rows, kind)
 
 
 def _isum_cols(kind: Kind):
@@ -142,7 +140,7 @@ def _isum_cols(kind: Kind):
     narrow = kind.bitpix in (8, 16)
     acc_t = _acc_type(kind)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, out_sum):
         na, nb, nc, off, sa, sb = geo
         if narrow:  # int32 column tiles within a block of rows
@@ -171,7 +169,7 @@ def _isum_cols(kind: Kind):
                 for c in range(nc):
                     acc[c] += phys(row[c], scale, zero, blank)
 
-    return cols
+    return entry(cols, kind)
 
 
 @functools.cache
@@ -203,7 +201,7 @@ def _rawsum_rows(kind: Kind):
     narrow = kind.bitpix in (8, 16)
     step = NARROW_BLOCK if narrow else 1 << 62
 
-    @jit
+    @inline
     def rows(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
         nrow, length, off, sa = geo
         bv = np.int64(signed(blank, 1.0, 0.0, blank))
@@ -233,7 +231,7 @@ def _rawsum_rows(kind: Kind):
             if with_n:
                 out_n[a] = n
 
-    return rows
+    return entry(rows, kind)
 
 
 def _rawsum_cols(kind: Kind):
@@ -242,7 +240,7 @@ def _rawsum_cols(kind: Kind):
     step = NARROW_BLOCK if kind.bitpix in (8, 16) else 1 << 62
     lane = np.int32 if kind.bitpix in (8, 16) else np.int64  # tile sums within a block
 
-    @jit
+    @inline
     def cols(base, geo, blank, scale, zero, skipna, with_n, out_total, out_n):
         # column tiles with int32 sums (8/16 bits) over up to a block of rows, four rows per
         # pass; the outputs are touched once per tile and block instead of once per row
@@ -275,7 +273,7 @@ def _rawsum_cols(kind: Kind):
                         if with_n:
                             out_n[a, c0 + c] += rows_in - k
 
-    return cols
+    return entry(cols, kind)
 
 
 def _rawsum_steps(kind: Kind):
@@ -285,7 +283,7 @@ def _rawsum_steps(kind: Kind):
     has_blank = kind.has_blank
     narrow = kind.bitpix in (8, 16)
 
-    @_inline
+    @inline
     def four(r0, r1, r2, r3, w, ts, tk, blank):
         for c in range(w):
             x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
@@ -304,7 +302,7 @@ def _rawsum_steps(kind: Kind):
                 )
                 tk[c] = tk[c] + k
 
-    @_inline
+    @inline
     def one(row, w, ts, tk, blank):
         for c in range(w):
             x = row[c]

@@ -31,9 +31,9 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from dfits.kernels._compile import TILE, four_rows, jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import TILE, four_rows, inline, jit
 from dfits.kernels._loaders import Kind, keeper, loaders
 from dfits.kernels._run import flat, kept_shape, run
 from dfits.kernels._shape import layout_for
@@ -54,9 +54,6 @@ MOMENTS_BLOCK = 8192
 _KAPPA = 64.0
 #: rows re-read by the second (M2) pass: TILE × 64 float64 values ≈ 1 MiB stays in cache
 _ROWS_PER_PASS = 64
-
-
-_inline = njit(inline="always", nogil=True)
 
 
 def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
@@ -186,7 +183,7 @@ def _shifter(kind: Kind, check: bool, banded: bool):
     f64 = loaders(kind).f64
     keep = keeper(kind, banded)
 
-    @_inline
+    @inline
     def shifted(blk, k, scale, zero, blank, lo, hi):
         s = 0.0
         q = 0.0
@@ -211,7 +208,7 @@ def _moment_rows(kind: Kind, check: bool, banded: bool):
     keep = keeper(kind, banded)
     shifted = _shifter(kind, check, banded)
 
-    @jit
+    @inline
     def rows(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -249,7 +246,7 @@ def _moment_rows(kind: Kind, check: bool, banded: bool):
             out_mean[a] = ref + mean if n > 0 else np.nan
             out_m2[a] = m2 if n > 0 else np.nan
 
-    return rows
+    return entry(rows, kind, check, banded)
 
 
 def _moment_cols(kind: Kind, check: bool, banded: bool):
@@ -257,7 +254,7 @@ def _moment_cols(kind: Kind, check: bool, banded: bool):
     deviations = _deviations(kind, check, banded)
     merge = _merger(check)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
         na, nb, nc, off, sa, sb = geo
         s = np.empty(TILE)
@@ -295,7 +292,7 @@ def _moment_cols(kind: Kind, check: bool, banded: bool):
                         om[k] = np.nan
                         oq[k] = np.nan
 
-    return cols
+    return entry(cols, kind, check, banded)
 
 
 def _deviations(kind: Kind, check: bool, banded: bool):
@@ -304,7 +301,7 @@ def _deviations(kind: Kind, check: bool, banded: bool):
     f64 = loaders(kind).f64
     keep = keeper(kind, banded)
 
-    @_inline
+    @inline
     def deviations(base, o0, sb, b0, b1, w, s, q, scale, zero, blank, lo, hi):
         first = b0
         while first + 4 <= b1:
@@ -340,7 +337,7 @@ def _merger(check: bool):
     merged into the tile's partials (Chan et al.), written with selects instead of a call per
     column so that the loop vectorises."""
 
-    @_inline
+    @inline
     def merge(w, b0, rows_in, s, q, c, on, om, oq):
         for k in range(w):
             ck = c[k] if check else rows_in

@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
-from dfits.kernels._compile import NARROW_BLOCK, SUM_TILE, four_rows, jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import NARROW_BLOCK, SUM_TILE, four_rows, inline
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import add_parts, flat, fold_sums, kept_shape, run
 from dfits.kernels.intsums import sums_once
@@ -88,8 +88,7 @@ def rawband_kernels(kind: Kind):
     """
     if kind.mode != "scaled" or kind.bitpix not in (8, 16):
         raise ValueError(f"stored-integer bands are for scaled 8/16-bit data, not {kind}")
-    take = _taker(kind)
-    return _rawband_rows(take), _rawband_cols(take)
+    return _rawband_rows(kind), _rawband_cols(kind)
 
 
 def _taker(kind: Kind):
@@ -97,7 +96,7 @@ def _taker(kind: Kind):
     signed = loaders(Kind(kind.bitpix, "raw", False, kind.swap)).phys
     has_blank = kind.has_blank
 
-    @njit(inline="always", nogil=True)
+    @inline
     def take(x, blank, first, last):
         r = np.int32(signed(x, 1.0, 0.0, blank))
         ok = (r >= first) & (r <= last)
@@ -108,8 +107,10 @@ def _taker(kind: Kind):
     return take
 
 
-def _rawband_rows(take):
-    @jit
+def _rawband_rows(kind: Kind):
+    take = _taker(kind)
+
+    @inline
     def rows(base, geo, blank, first, last, scale, zero, with_sum, with_n, out_sum, out_n):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -131,13 +132,13 @@ def _rawband_rows(take):
             if with_n:
                 out_n[a] = n
 
-    return rows
+    return entry(rows, kind)
 
 
-def _rawband_cols(take):
-    four, one = _rawband_steps(take)
+def _rawband_cols(kind: Kind):
+    four, one = _rawband_steps(_taker(kind))
 
-    @jit
+    @inline
     def cols(base, geo, blank, first, last, scale, zero, with_sum, with_n, out_sum, out_n):
         na, nb, nc, off, sa, sb = geo
         ts = np.empty(SUM_TILE, np.int32)
@@ -166,13 +167,13 @@ def _rawband_cols(take):
                         if with_n:
                             out_n[a, c0 + c] += n
 
-    return cols
+    return entry(cols, kind)
 
 
 def _rawband_steps(take):
     """The column kernel's steps: four rows, and one row, into the int32 tile sums and counts."""
 
-    @njit(inline="always", nogil=True)
+    @inline
     def four(r0, r1, r2, r3, w, ts, tk, blank, first, last):
         for c in range(w):
             v0, k0 = take(r0[c], blank, first, last)
@@ -182,7 +183,7 @@ def _rawband_steps(take):
             ts[c] = np.int32(ts[c] + ((v0 + v1) + (v2 + v3)))
             tk[c] = np.int32(tk[c] + ((k0 + k1) + (k2 + k3)))
 
-    @njit(inline="always", nogil=True)
+    @inline
     def one(row, w, ts, tk, blank, first, last):
         for c in range(w):
             v, k = take(row[c], blank, first, last)

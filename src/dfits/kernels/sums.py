@@ -22,15 +22,15 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from dfits.kernels._cache import entry
 from dfits.kernels._compile import (
     BLOCK,
     ROWS_PER_TILE,
     SUM_TILE,
     compensated,
     four_rows,
-    jit,
+    inline,
     neumaier,
 )
 from dfits.kernels._loaders import Kind, keeper, loaders
@@ -40,8 +40,6 @@ from dfits.kernels._spec import Spec, params
 from dfits.kernels.intsums import scaled_integer_sum
 
 __all__ = ["column_adder", "sum_count", "sum_kernels"]
-
-_inline = njit(inline="always", nogil=True)
 
 
 def sum_count(
@@ -111,7 +109,7 @@ def _block_summer(kind: Kind, check: bool):
     valid, f64 = ld.valid, ld.f64
     if check:
 
-        @_inline
+        @inline
         def sum_block(blk, scale, zero, blank):
             s = 0.0
             c = 0
@@ -124,7 +122,7 @@ def _block_summer(kind: Kind, check: bool):
             return s, c
     else:
 
-        @_inline
+        @inline
         def sum_block(blk, scale, zero, blank):
             s = 0.0
             for b in range(blk.size):
@@ -137,7 +135,7 @@ def _block_summer(kind: Kind, check: bool):
 def _sum_rows(kind: Kind, check: bool):
     sum_block = _block_summer(kind, check)
 
-    @jit
+    @inline
     def rows(base, geo, scale, zero, blank, out_sum, out_n):
         nrow, length, off, sa = geo
         for a in range(nrow):
@@ -155,13 +153,13 @@ def _sum_rows(kind: Kind, check: bool):
             out_sum[a] = compensated(total, comp)
             out_n[a] = n
 
-    return rows
+    return entry(rows, kind, check)
 
 
 def _sum_cols(kind: Kind, check: bool):
     add = column_adder(kind, check)
 
-    @jit
+    @inline
     def cols(base, geo, scale, zero, blank, out_sum, out_n):
         # ``out_n`` is written only when values can be missing (``check``): otherwise every
         # column counts ``nb`` and the caller says so without an array pass.
@@ -197,7 +195,7 @@ def _sum_cols(kind: Kind, check: bool):
                 if check:
                     out_n[a, c0:c1] = cnt[:w]
 
-    return cols
+    return entry(cols, kind, check)
 
 
 def column_adder(kind: Kind, check: bool, banded: bool = False):
@@ -211,7 +209,7 @@ def column_adder(kind: Kind, check: bool, banded: bool = False):
     """
     four, one = _column_steps(kind, check, banded)
 
-    @_inline
+    @inline
     def add(base, o, sb, nrows, w, acc, cnt, scale, zero, blank, lo, hi):
         first = 0
         while first + 4 <= nrows:
@@ -232,14 +230,14 @@ def _column_steps(kind: Kind, check: bool, banded: bool):
         return _kept_steps(kind, banded)
     f64 = loaders(kind).f64
 
-    @_inline
+    @inline
     def four(r0, r1, r2, r3, w, acc, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             acc[c] += (f64(r0[c], scale, zero, blank) + f64(r1[c], scale, zero, blank)) + (
                 f64(r2[c], scale, zero, blank) + f64(r3[c], scale, zero, blank)
             )
 
-    @_inline
+    @inline
     def one(row, w, acc, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             acc[c] += f64(row[c], scale, zero, blank)
@@ -251,7 +249,7 @@ def _kept_steps(kind: Kind, banded: bool):
     f64 = loaders(kind).f64
     keep = keeper(kind, banded)
 
-    @_inline
+    @inline
     def four(r0, r1, r2, r3, w, acc, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             x0, x1, x2, x3 = r0[c], r1[c], r2[c], r3[c]
@@ -266,7 +264,7 @@ def _kept_steps(kind: Kind, banded: bool):
             acc[c] += (v0 + v1) + (v2 + v3)
             cnt[c] += (np.int64(k0) + np.int64(k1)) + (np.int64(k2) + np.int64(k3))
 
-    @_inline
+    @inline
     def one(row, w, acc, cnt, scale, zero, blank, lo, hi):
         for c in range(w):
             x = row[c]

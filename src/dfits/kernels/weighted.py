@@ -18,9 +18,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
-from dfits.kernels._compile import TILE, four_rows, jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import TILE, four_rows, inline
 from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import flat, kept_shape
 from dfits.kernels._spec import Spec, normalize_axis, params
@@ -67,7 +67,7 @@ def weighted_kernels(kind: Kind):
     """
     four, one = _weighted_steps(kind)
 
-    @jit
+    @inline
     def cols(base, geo, w, scale, zero, blank, thr, out):
         na, nb, nc, off, sa, sb = geo
         s0 = np.empty(_TILE)
@@ -97,14 +97,14 @@ def weighted_kernels(kind: Kind):
                 out[1, a, c0:c1] = s1[:n]
                 out[2, a, c0:c1] = s2[:n]
 
-    return cols
+    return entry(cols, kind)
 
 
 def _weighted_steps(kind: Kind):
     """The kernel's steps: four rows, and one row, into the three tile sums."""
     phys = loaders(kind).phys
 
-    @njit(inline="always", nogil=True)
+    @inline
     def four(r0, r1, r2, r3, ws, n, s0, s1, s2, scale, zero, blank, thr):
         w0, w1, w2, w3 = ws[0], ws[1], ws[2], ws[3]
         q0, q1, q2, q3 = w0 * w0, w1 * w1, w2 * w2, w3 * w3
@@ -122,7 +122,7 @@ def _weighted_steps(kind: Kind):
             s1[c] += (v0 * w0 + v1 * w1) + (v2 * w2 + v3 * w3)
             s2[c] += (v0 * q0 + v1 * q1) + (v2 * q2 + v3 * q3)
 
-    @njit(inline="always", nogil=True)
+    @inline
     def one(row, wb, n, s0, s1, s2, scale, zero, blank, thr):
         wb2 = wb * wb
         for c in range(n):

@@ -1,0 +1,244 @@
+"""Kernels compiled once per machine: Numba's on-disk cache, made safe for dfits' variants.
+
+A kernel's loop body is built by a ``functools.cache``-d factory for one *variant* (encoding
+kind and options), as an ``inline="always"`` function closing over the variant's loaders.
+Numba cannot cache such closures across processes: its cache key hashes the closure's cells,
+and a dispatcher pickles with a random per-process id, so each process would miss and add
+another entry. :func:`entry` therefore compiles the body through a *top-level* template
+(:func:`_call6` ... :func:`_call11`, no closure) that calls ``body`` as a global; Numba inlines
+the body at its IR level, so the compiled code is the one the body alone compiles to.
+
+What the cache key covers, and where:
+
+* the template's bytecode, the argument types, the CPU (name and features), the Numba and
+  Python versions: Numba's own key;
+* the variant: the factory's name and arguments, spelled into the function's name, which names
+  the cache files;
+* every line the inlined code depends on: a digest of the sources of ``dfits.kernels`` and of
+  the Numba and llvmlite versions, also in the name (Numba only watches the template's file).
+
+Numba writes index and data files atomically (a temporary file, then ``os.replace``), so
+readers never see half a file. It updates an index by reading it, adding a signature and
+writing it back, numbering data files in the order signatures arrive: two processes adding
+*different* signatures of one variant at once could lose an entry, or leave it pointing at the
+other's data file. So a variant compiles with explicit signatures (never behind our back, at
+call time) under an exclusive lock file beside its cache files: processes filling one variant
+take turns, and the later ones find the entry made and load it.
+
+Where the cache lives is Numba's choice: ``NUMBA_CACHE_DIR`` when set, else ``__pycache__``
+beside this file, else the user-wide directory (``~/.cache/numba``). Where none is writable (a
+read-only install), kernels compile in memory, silently. An entry that cannot be loaded
+(truncated, corrupt) is deleted and compiled again, with one warning per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.resources
+import os
+import re
+import threading
+import types
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numba
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+from dfits.errors import DfitsWarning
+from dfits.kernels._compile import FASTMATH
+
+__all__ = ["Kernel", "cache_dir", "entry", "fingerprint"]
+
+#: Set per template: the loop body the template calls (see the module docstring).
+body: Any = None
+
+_warned = False
+_fingerprint: str | None = None
+
+
+def _call6(a, b, c, d, e, f):
+    return body(a, b, c, d, e, f)
+
+
+def _call7(a, b, c, d, e, f, g):
+    return body(a, b, c, d, e, f, g)
+
+
+def _call8(a, b, c, d, e, f, g, h):
+    return body(a, b, c, d, e, f, g, h)
+
+
+def _call9(a, b, c, d, e, f, g, h, i):
+    return body(a, b, c, d, e, f, g, h, i)
+
+
+def _call10(a, b, c, d, e, f, g, h, i, j):
+    return body(a, b, c, d, e, f, g, h, i, j)
+
+
+def _call11(a, b, c, d, e, f, g, h, i, j, k):
+    return body(a, b, c, d, e, f, g, h, i, j, k)
+
+
+_TEMPLATES = {f.__code__.co_argcount: f for f in (_call6, _call7, _call8, _call9, _call10, _call11)}
+
+
+def fingerprint() -> str:
+    """Digest of everything compiled kernels depend on beyond their own bytecode.
+
+    The sources of ``dfits.kernels`` (the inlined loaders, swaps and loops live in several
+    files) and the Numba and llvmlite versions. Computed once per process.
+    """
+    global _fingerprint
+    if _fingerprint is None:
+        h = hashlib.sha256()
+        for dist in ("numba", "llvmlite"):
+            h.update(importlib.metadata.version(dist).encode())
+        pkg = importlib.resources.files("dfits.kernels")
+        for item in sorted(pkg.iterdir(), key=lambda p: p.name):
+            if item.name.endswith(".py"):
+                h.update(item.name.encode() + b"\0" + item.read_bytes())
+        _fingerprint = h.hexdigest()[:12]
+    return _fingerprint
+
+
+def cache_dir() -> str | None:
+    """The directory Numba caches dfits' kernels in, or None where none is writable."""
+    try:
+        return numba.njit(cache=True)(_call6).stats.cache_path
+    except RuntimeError:
+        return None
+
+
+def entry(body_: Any, *variant: Any) -> Kernel:
+    """A cached kernel that runs ``body_`` (an ``inline="always"`` function) for one variant.
+
+    ``variant`` must be every argument of the factory that built ``body_``: it names the cache
+    files, so two variants never share one.
+    """
+    return Kernel(body_, variant)
+
+
+class Kernel:
+    """A kernel variant, called like the body it wraps; compiled or loaded on first use.
+
+    Calls go straight to a Numba dispatcher built with explicit signatures (so it never
+    compiles behind our back). Arguments of new types make it raise ``TypeError``; the
+    dispatcher is then rebuilt with the new signature added, under a lock (see the module
+    docstring), loading the others from the cache. Thread-safe.
+    """
+
+    def __init__(self, body_: Any, variant: tuple) -> None:
+        self._body = body_
+        self._template = _TEMPLATES[body_.py_func.__code__.co_argcount]
+        name = f"{body_.py_func.__module__.rsplit('.', 1)[-1]}.{body_.py_func.__qualname__}"
+        name = name.replace(".<locals>.", ".")
+        self._name = _safe(f"{name}[{'-'.join(_token(v) for v in variant)}]")
+        self._run: Any = self._unready
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<dfits kernel {self._name}>"
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self._run(*args)
+        except TypeError:
+            # Numba's "no matching definition": new argument types (kernels raise nothing)
+            if not self._add(args):
+                raise
+        return self._run(*args)
+
+    def _unready(self, *args: Any) -> Any:
+        raise TypeError("not compiled yet")
+
+    def _add(self, args: tuple) -> bool:
+        """Make the dispatcher take the types of ``args``; False if it already did."""
+        sig = tuple(numba.typeof(a) for a in args)
+        with self._lock:
+            known = list(getattr(self._run, "signatures", ()))
+            if any(tuple(s) == sig for s in known):
+                return False
+            self._run = self._compile([*known, sig])
+        return True
+
+    def _compile(self, sigs: list) -> Any:
+        qualname = f"{self._name}-{fingerprint()}"
+        fn = types.FunctionType(
+            self._template.__code__, {"body": self._body, "__name__": __name__}, qualname
+        )
+        fn.__qualname__ = qualname
+        opts = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
+        try:
+            probe = numba.njit(cache=True, **opts)(fn)  # no signature: compiles nothing
+        except RuntimeError:
+            # no writable cache location (a read-only install): compile in memory, silently
+            return numba.njit(**opts)(fn)  # compiles each new signature in memory
+        where = probe.stats.cache_path
+        with _file_lock(os.path.join(where, f"{qualname}.lock")):
+            try:
+                # with explicit signatures Numba loads or compiles them now, and only them
+                return numba.njit(sigs, cache=True, **opts)(fn)
+            except Exception as err:  # a corrupt entry fails in pickle, llvmlite, anywhere
+                _warn_once(qualname, err)
+            # the entry is unreadable: drop its files (named after this variant alone) and
+            # compile afresh, so that the next process finds a good entry
+            for name in os.listdir(where):
+                if qualname in name and name.endswith((".nbi", ".nbc")):
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(where, name))
+            try:
+                return numba.njit(sigs, cache=True, **opts)(fn)
+            except Exception:  # still unreadable or unwritable: this process only
+                return numba.njit(**opts)(fn)
+
+
+@contextlib.contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` across processes (where ``fcntl`` exists).
+
+    Numba updates an index by reading it, adding an entry and replacing it: two processes
+    adding different signatures at once could lose one entry or point it at the other's
+    data file. The lock makes those updates take turns; readers need none (files are
+    replaced atomically).
+    """
+    if fcntl is None:  # Windows: Numba's own guards only
+        yield
+        return
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _warn_once(name: str, err: Exception) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"dfits: the compiled-kernel cache entry for {name} could not be loaded "
+            f"({type(err).__name__}: {err}); it is compiled again and replaced.",
+            DfitsWarning,
+            stacklevel=4,
+        )
+
+
+def _token(value: Any) -> str:
+    if isinstance(value, tuple):  # a Kind: its fields
+        return "_".join(_token(v) for v in value)
+    return str(value)
+
+
+def _safe(text: str) -> str:
+    # only characters that every file system takes in a file name
+    return re.sub(r"[^A-Za-z0-9_.\[\]-]", "_", text)

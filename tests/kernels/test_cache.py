@@ -1,0 +1,180 @@
+"""The on-disk kernel cache (``dfits.kernels._cache``), exercised in fresh processes.
+
+Each test points ``NUMBA_CACHE_DIR`` at its own empty directory and only lets Numba use that
+location, so nothing is read from or written to a shared cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+#: Runs a few kernels of one encoding, with two signatures of one variant (float64 and
+#: float32 sums) in the order given, and prints the results and the warnings as JSON.
+SCRIPT = r"""
+import json, sys, time, warnings
+import numpy as np
+start = float(sys.argv[1]); order = sys.argv[2]
+while time.time() < start:  # every process starts compiling at the same moment
+    time.sleep(0.001)
+from dfits import kernels
+from dfits.format.dtypes import parse_decode_spec
+spec = parse_decode_spec(16, 0.5, 3.0, -5)[0]
+raw = (np.arange(4 * 5 * 6, dtype=">i2").reshape(4, 5, 6) * 7 - 300).astype(">i2")
+raw[1, 2, 3] = -5
+u = raw.view("u2")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out = {"decode": kernels.decode(u, spec).tolist()}
+    dtypes = [np.float64, np.float32] if order == "a" else [np.float32, np.float64]
+    for dt in dtypes:
+        s, n = kernels.sum_count(u, spec, 0, skipna=True, dtype=dt)
+        out[f"sum_{np.dtype(dt).name}"] = s.tolist()
+    out["n"] = n.tolist()
+out["warnings"] = [str(w.message) for w in caught]
+print(json.dumps(out))
+"""
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    # only the directory named: never __pycache__ in the source tree, nor ~/.cache
+    env["NUMBA_CACHE_LOCATOR_CLASSES"] = "UserProvidedCacheLocator"
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _start(cache: Path, order: str = "a", delay: float = 0.0) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(time.time() + delay), order],
+        env=_env(cache),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _run(cache: Path) -> dict:
+    return _result(_start(cache))
+
+
+def _check(res: dict) -> None:
+    """The results against numpy, decoded as astropy decodes (float32 arithmetic)."""
+    raw = (np.arange(4 * 5 * 6, dtype=">i2").reshape(4, 5, 6) * 7 - 300).astype(">i2")
+    raw[1, 2, 3] = -5
+    want = raw.astype(np.float32) * np.float32(0.5) + np.float32(3.0)
+    want[raw == -5] = np.nan
+    np.testing.assert_array_equal(np.array(res["decode"], np.float32), want)
+    exact = np.nansum(raw.astype(np.float64) * 0.5 + 3.0 + np.where(raw == -5, np.nan, 0), 0)
+    np.testing.assert_array_equal(res["sum_float64"], exact)
+    np.testing.assert_array_equal(res["sum_float32"], exact.astype(np.float32))
+    np.testing.assert_array_equal(res["n"], (raw != -5).sum(0))
+
+
+def _files(cache: Path) -> dict[str, float]:
+    return {str(p.relative_to(cache)): p.stat().st_mtime_ns for p in cache.rglob("*.nb*")}
+
+
+def test_a_second_process_loads_what_the_first_compiled(tmp_path):
+    first = _run(tmp_path)
+    _check(first)
+    assert not first["warnings"]
+    made = _files(tmp_path)
+    assert any(name.endswith(".nbi") for name in made)
+    second = _run(tmp_path)
+    assert second == first
+    assert _files(tmp_path) == made  # loaded: nothing compiled, nothing written again
+
+
+def test_concurrent_processes_fill_one_cache(tmp_path):
+    """Four processes compile the same kernels into an empty cache at the same moment, two of
+    them adding the signatures of one variant in the other order; a fifth loads them all."""
+    procs = [_start(tmp_path, order, delay=3.0) for order in "abab"]
+    results = [_result(p) for p in procs]
+    for res in results:
+        _check(res)
+        assert not res["warnings"]
+    made = _files(tmp_path)
+    last = _run(tmp_path)
+    _check(last)
+    assert _files(tmp_path) == made
+
+
+def test_unwritable_cache_location_compiles_in_memory_silently(tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the cache directory would be")
+    res = _run(blocked)
+    _check(res)
+    assert not res["warnings"]
+
+
+def test_truncated_data_file_recompiles_and_warns_once(tmp_path):
+    _check(_run(tmp_path))
+    data = sorted(tmp_path.rglob("*.nbc"))
+    assert data
+    for path in data:
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    res = _run(tmp_path)
+    _check(res)
+    assert len(res["warnings"]) == 1
+    assert "could not be loaded" in res["warnings"][0]
+    again = _run(tmp_path)  # the entries were replaced by good ones
+    _check(again)
+    assert not again["warnings"]
+
+
+def test_deleted_index_recompiles_silently(tmp_path):
+    _check(_run(tmp_path))
+    for path in tmp_path.rglob("*.nbi"):
+        path.unlink()
+    res = _run(tmp_path)
+    _check(res)
+    assert not res["warnings"]
+
+
+def test_garbage_index_recompiles_and_warns_once(tmp_path):
+    _check(_run(tmp_path))
+    for path in tmp_path.rglob("*.nbi"):
+        path.write_bytes(b"\x80\x04not a pickle")
+    res = _run(tmp_path)
+    _check(res)
+    assert len(res["warnings"]) == 1
+
+
+def test_import_compiles_nothing(tmp_path):
+    code = (
+        "import sys, time; t = time.perf_counter(); import dfits; "
+        "print(time.perf_counter() - t, 'numba' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(tmp_path), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    _, numba_loaded = out.stdout.split()
+    assert numba_loaded == "False"
+    assert not _files(tmp_path)
+
+
+def test_kernel_names_cover_the_variant():
+    from dfits.kernels._loaders import Kind
+    from dfits.kernels.sums import _sum_rows
+
+    a = _sum_rows(Kind(16, "scaled", True, True), True)
+    b = _sum_rows(Kind(16, "scaled", True, False), True)
+    c = _sum_rows(Kind(16, "scaled", True, True), False)
+    assert len({repr(a), repr(b), repr(c)}) == 3
