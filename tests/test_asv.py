@@ -72,7 +72,9 @@ def _cases() -> list:
     return cases
 
 
-def _run_raw(code: str) -> None:
+def _run_raw(code: str | tuple[str, str]) -> None:
+    if isinstance(code, tuple):  # ``(code, setup)``: asv runs the setup first, untimed
+        code = f"{code[1]}\n{code[0]}"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
