@@ -98,3 +98,15 @@ def test_norm_parsing():
     assert parse_norm(None) == "backward"
     with pytest.raises(ValueError, match="norm must be"):
         parse_norm("unitary")
+
+
+def test_huge_lengths_plan_at_once_or_refuse():
+    import time
+
+    start = time.perf_counter()
+    split = plan_length(10**12, 1 << 23, chunked=True)
+    assert split.method == "sixstep"
+    assert split.n1 * split.n2 == 10**12
+    with pytest.raises(ValueError, match="raise block_size"):
+        plan_length(10**18 + 3, 1 << 20, chunked=True)
+    assert time.perf_counter() - start < 5

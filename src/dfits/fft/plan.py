@@ -119,7 +119,7 @@ def _balanced(n: int, max_line: int, prefer: int) -> tuple[int, int] | None:
     """``(n1, n2)`` with ``n1 * n2 == n``, both ``<= max_line``, ``n2`` as close to ``sqrt(n)``
     as possible, preferring an ``n2`` that divides ``prefer`` (the chunk sizes, so no
     realignment is needed)."""
-    fits = [d for d in divisors(n) if d <= max_line and n // d <= max_line]
+    fits = _fitting_divisors(n, max_line)
     if not fits:
         return None
     root = math.sqrt(n)
@@ -127,6 +127,21 @@ def _balanced(n: int, max_line: int, prefer: int) -> tuple[int, int] | None:
     pool = aligned if aligned and _close(aligned, root) else fits
     n2 = min(pool, key=lambda d: (abs(math.log(d / root)), d))
     return n // n2, n2
+
+
+def _fitting_divisors(n: int, max_line: int) -> list[int]:
+    """Divisors ``d`` of ``n`` with ``d <= max_line`` and ``n // d <= max_line``.
+
+    Only ``[ceil(n / max_line), max_line]`` can hold them, so the search costs at most
+    ``max_line`` vectorised steps, whatever ``n`` (a huge ``n=`` must not hang the planner).
+    """
+    lo, hi = -(-n // max_line), min(max_line, n)
+    if lo > hi:
+        return []
+    import numpy as np
+
+    d = np.arange(lo, hi + 1, dtype=object if n >= 1 << 62 else np.int64)
+    return [int(v) for v in d[(n % d) == 0]]
 
 
 def _close(candidates: list[int], root: float) -> bool:
