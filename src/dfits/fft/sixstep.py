@@ -125,18 +125,23 @@ def _merge(x: da.Array, axis: int) -> da.Array:
     )
 
 
-def _aligned(x: da.Array, axis: int, n2: int) -> da.Array:
-    """``x`` with every inner chunk boundary along ``axis`` a multiple of ``n2`` (whole rows)."""
-    if _tile(x.chunks[axis]) % n2 == 0:
+def _aligned(x: da.Array, axis: int, n2: int, limit: int) -> da.Array:
+    """``x`` with every inner chunk boundary along ``axis`` a multiple of ``n2`` (whole rows)
+    and no chunk over ``limit`` bytes: the input's own chunks may be far bigger than a block
+    (dask's default is 128 MiB), and every later pass inherits the first pass' blocks."""
+    others = prod(max(c, default=1) for i, c in enumerate(x.chunks) if i != axis)
+    most = max(1, limit // (n2 * others * x.dtype.itemsize))
+    longest = max(x.chunks[axis])
+    if _tile(x.chunks[axis]) % n2 == 0 and longest <= most * n2:
         return x
-    rows = max(1, round(max(x.chunks[axis]) / n2))
+    rows = min(most, max(1, round(longest / n2)))
     return x.rechunk({axis: rows * n2})
 
 
 def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     n1, n2 = split.n1, split.n2
-    y = _split(_aligned(x, axis, n2), axis, n2)
-    limit = _limit(y, dtype, opts)
+    limit = _limit(x, dtype, opts)
+    y = _split(_aligned(x, axis, n2, limit), axis, n2)
     y = _move(y, _whole(y, axis, axis + 1, limit), limit, opts)
     y = y.map_blocks(
         blocks.columns, axis=axis, n=n1 * n2, inverse=inverse, ctype=dtype, meta=_meta(y, dtype)
