@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import dfits.fft as F
 from dfits.fft import blocks
+from tests.fft.checks import check, signal
 
 
 def _exact(phase_num: np.ndarray, den: int, sign: float) -> np.ndarray:
@@ -68,3 +72,12 @@ def test_split_and_merge_are_inverse_views():
     assert y.shape == (2, 3, 4, 3)
     assert np.shares_memory(x, y)
     np.testing.assert_array_equal(blocks.merge_axes(y, 1), x)
+
+
+@pytest.mark.parametrize("library", ["numpy", "scipy"])
+def test_numpy_and_scipy_pocketfft_give_numpy_results(monkeypatch, library):
+    fft_module = pytest.importorskip(f"{library}.fft")
+    monkeypatch.setattr(blocks, "_library", lambda: fft_module)
+    x = signal(np.random.default_rng(3), (3, 4096), np.complex64)
+    with dask.config.set(scheduler="sync"):
+        check(F.fft(da.from_array(x, chunks=(3, 512)), block_size=8192), np.fft.fft(x))

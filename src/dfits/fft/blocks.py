@@ -2,13 +2,15 @@
 
 Every function takes a numpy block (or anything ``numpy.asarray`` accepts: a dfits stored
 chunk decodes once here) plus plain numbers, and returns a new numpy array, so the graph
-carries only offsets and lengths, never data. Per-line FFTs are numpy's pocketfft, unnormalised
+carries only offsets and lengths, never data. Per-line FFTs are pocketfft (scipy's build when
+scipy is installed, else numpy's; see :func:`_library`), unnormalised
 (``norm="backward"`` forward, ``norm="forward"`` inverse); the one scale factor ``norm`` asks
 for is applied by the last pass.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -24,16 +26,33 @@ __all__ = [
 ]
 
 
+@functools.cache
+def _library() -> Any:
+    """scipy's pocketfft when installed, else numpy's.
+
+    Both are pocketfft and agree to rounding, but scipy's C++ build transforms the strided
+    columns of a block (the six-step's first pass) about twice as fast: it works on several
+    columns at once, where numpy's copies them out one by one. Measured on (8192, 256)
+    complex128 blocks: 182 ms against 328 ms along axis 0, 122 against 125 ms along axis 1.
+    """
+    try:
+        import scipy.fft as library
+    except ImportError:
+        library = np.fft
+    return library
+
+
 def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype) -> np.ndarray:
-    # numpy computes in the input's precision (complex64 stays complex64 in numpy >= 2);
-    # casting first makes ints and float16 follow numpy.fft's result dtype exactly
+    # both libraries compute in the input's precision (complex64 stays complex64); casting
+    # ints first makes them follow numpy.fft's result dtype exactly
     block = np.asarray(block)
     if block.dtype != ctype and not np.issubdtype(block.dtype, np.floating):
         block = block.astype(ctype)
+    library = _library()
     if inverse:
-        out = np.fft.ifft(block, axis=axis, norm="forward")
+        out = library.ifft(block, axis=axis, norm="forward")
     else:
-        out = np.fft.fft(block, axis=axis, norm="backward")
+        out = library.fft(block, axis=axis, norm="backward")
     return out.astype(ctype, copy=False)
 
 
