@@ -19,8 +19,11 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import TypeVar
 
-from dfits.errors import where
+import numpy as np
+
+from dfits.errors import HeaderError, where
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE
+from dfits.format.compressed import describe_compressed
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.geometry import HDULayout
 from dfits.format.header import Header, index_cards
@@ -99,6 +102,15 @@ def build_hdu(
                 key = None
         memo.key, memo.facts = (key, facts) if key is not None else ((), None)
     kind, xtension, name, bitpix, shape, data_size, decode = facts
+    extra = None
+    if kind == "compressed_image":
+        # The Z keywords are not part of the shared description: never share, never run.
+        memo.hit = False
+        memo.key, memo.facts = (), None
+        extra = _compressed(header, where(filename, index, name), memo.notes)
+        decode = extra.pop("decode")
+        if "tiles" in extra:
+            shape = extra["tiles"].shape
     ver = _extver(header, raw, keywords, extver) if extver >= 0 else 1
     # Frozen dataclasses set each field through object.__setattr__, which costs as much as
     # the rest of a small HDU's scan; fill the instance dict directly instead.
@@ -108,7 +120,19 @@ def build_hdu(
         ver=ver if _is_int(ver) else 1, header_offset=pos, data_offset=data_offset,
         data_size=data_size, bitpix=bitpix, shape=shape, header=header, decode=decode,
     )  # fmt: skip
+    if extra:
+        hdu.__dict__.update(extra)
     return hdu
+
+
+def _compressed(header: Header, w: str, notes: list[str]) -> dict:
+    try:
+        tiles, image, _, decode = describe_compressed(header, w, notes)
+    except HeaderError as err:
+        # The file stays readable: this HDU's header is the table's, and asking for its
+        # data raises this error (as a bad BSCALE does for an image).
+        return {"decode": DecodeSpec(8, np.dtype("u1"), error=str(err))}
+    return {"tiles": tiles, "image_header": image, "decode": decode}
 
 
 def _extver(header: Header, raw: bytes, keywords: KeywordIndex, i: int) -> object:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from dfits.format.cards import BLOCK_SIZE
 from dfits.format.dtypes import DecodeSpec
 from dfits.format.header import Header
+from dfits.format.tiles import TileLayout
 
 __all__ = ["FileLayout", "HDULayout"]
 
@@ -42,7 +43,12 @@ class HDULayout:
         NAXISn in numpy order (reversed); ``()`` when NAXIS = 0.
     header : Header
     decode : DecodeSpec or None
-        For primary and image HDUs with NAXIS > 0.
+        For primary and image HDUs with NAXIS > 0, and compressed images (of their decoded
+        values, native byte order).
+    tiles : TileLayout or None
+        For compressed images: the tiles, their codec and the table's columns.
+    image_header : Header or None
+        For compressed images: the image's header, rebuilt from the Z keywords.
     """
 
     index: int
@@ -59,6 +65,8 @@ class HDULayout:
     # (a mapping, thousands of characters long) is neither hashable nor readable in a repr.
     header: Header = field(compare=False, repr=False)
     decode: DecodeSpec | None = None
+    tiles: TileLayout | None = None
+    image_header: Header | None = field(default=None, compare=False, repr=False)
 
     @property
     def padded_size(self) -> int:
