@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ from dfits._display import figure, html_for
 from dfits.array.chunks import normalize, reduction_chunks
 from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
-from dfits.errors import DfitsError, HDUNotFoundError, UnsupportedError, where
+from dfits.array.tiles import TileSection, align_chunks, tile_reader
+from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedError, where
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
@@ -26,7 +28,7 @@ from dfits.table import TableAccess
 
 __all__ = ["HDU", "FitsFile", "open"]
 
-_IMAGE_KINDS = ("primary", "image")
+_IMAGE_KINDS = ("primary", "image", "compressed_image")
 
 
 class HDU(TableAccess):
@@ -34,11 +36,13 @@ class HDU(TableAccess):
     :class:`dfits.table.TableAccess`)."""
 
     # A file may hold 10,000 of these; no per-instance dict.
-    __slots__ = ("_file", "layout")
+    __slots__ = ("_file", "_tiles", "layout")
 
     def __init__(self, file: FitsFile, layout: HDULayout) -> None:
         self._file = file
         self.layout = layout
+        # a compressed image's per-tile descriptors, read on first access to its data
+        self._tiles: Any = None
 
     # -- description ----------------------------------------------------------------------
     @property
@@ -63,8 +67,10 @@ class HDU(TableAccess):
 
     @property
     def header(self):
-        """The :class:`dfits.Header` of this HDU."""
-        return self.layout.header
+        """The :class:`dfits.Header` of this HDU (a compressed image's: the image header
+        rebuilt from its Z keywords, as astropy's ``CompImageHDU.header``)."""
+        image = self.layout.image_header
+        return self.layout.header if image is None else image
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -114,7 +120,15 @@ class HDU(TableAccess):
         return figure("quicklook", self, full, max_bytes)
 
     # -- data -----------------------------------------------------------------------------
-    def _block(self, raw: bool) -> ImageReader:
+    def _block(self, raw: bool) -> Any:
+        if self.kind == "compressed_image" and self.layout.tiles is None:
+            raise HeaderError(self.layout.decode.error)
+        if self.layout.tiles is not None:
+            if self._tiles is None:
+                self._tiles = tile_reader(self._file.source, self.layout, self._where())
+            if not raw:
+                self._tiles.spec.check()
+            return replace(self._tiles, raw=raw)
         if not self.is_image:
             raise UnsupportedError(
                 f"{self._where()}: {self.kind} HDUs have no image data that dfits can read"
@@ -130,10 +144,14 @@ class HDU(TableAccess):
         block = self._block(raw)
         spec = block.spec
         chunks = self._file.chunks if chunks is None else chunks
+        given = chunks
         if chunks is None and reduce_axis is not None:
             axis = normalize_axis_index(reduce_axis, len(self.shape))
             chunks = reduction_chunks(self.shape, block.dtype, spec.itemsize, axis)
         chunks = normalize(chunks, self.shape, block.dtype, spec.itemsize)
+        if self.layout.tiles is not None and given is None:
+            # default plans take whole tiles: no tile is decoded by two tasks
+            chunks = align_chunks(chunks, self.layout.tiles.tile, self.shape)
         token = tokenize(
             self._file.source.token, self.layout.data_offset, self.shape, spec, raw, chunks
         )
@@ -182,7 +200,8 @@ class HDU(TableAccess):
     @property
     def section(self) -> Section:
         """Eager reads of small regions: ``hdu.section[10, 200:232, 300:332]`` → numpy."""
-        return Section(self._block(raw=False))
+        block = self._block(raw=False)
+        return TileSection(block) if self.layout.tiles is not None else Section(block)
 
 
 class FitsFile(Sequence[HDU]):
