@@ -77,11 +77,67 @@ class TileReader:
         out = np.empty(counts, self.spec.stored)
         rows = self.rows(region)
         blobs = self._fetch(rows)
-        for row in rows:
-            self._decode_into(row, blobs[row], region, out)
+        if not self._grouped(rows, blobs, region, out):
+            for row in rows:
+                self._decode_into(row, blobs[row], region, out)
         if self.raw:
             return out
         return StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
+
+    def _grouped(self, rows: list[int], blobs: dict, region: tuple[slice, ...], out) -> bool:
+        """Decode and place every tile in one Numba call (RICE_1 tiles wholly inside the
+        region, all in COMPRESSED_DATA: what default chunks hold); False when not possible."""
+        from dfits.kernels import tilegroup
+
+        tiles = self.tiles
+        if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
+            return False
+        places = [tiles.tile_region(r) for r in rows]
+        for (column, _), place in zip((blobs[r] for r in rows), places, strict=True):
+            if column != "COMPRESSED_DATA" or any(
+                p.start < g.start or p.stop > g.stop for p, g in zip(place, region, strict=True)
+            ):
+                return False
+        datas = [blobs[r][1] for r in rows]
+        counts = np.array([len(d) for d in datas], np.int64)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        blob = np.concatenate(datas) if datas else np.empty(0, np.uint8)
+        shapes = np.array([[p.stop - p.start for p in pl] for pl in places], np.int64)
+        firsts = np.array(
+            [[p.start - g.start for p, g in zip(pl, region, strict=True)] for pl in places],
+            np.int64,
+        )
+        npix = shapes.prod(axis=1)
+        packed, bad, status = tilegroup.rice_group(
+            blob, starts, counts, npix, tiles.blocksize, tiles.bytepix
+        )
+        if packed is None:
+            reason = "ends before its last pixel" if status == -1 else "has unused bytes"
+            raise self._error(rows[bad], len(datas[bad]), f"the Rice stream {reason}")
+        quant = None
+        if tiles.dither is not None:
+            quant = self._quantisation(np.asarray(rows, np.int64))
+        tilegroup.place_group(packed, out, shapes, firsts, quant)
+        return True
+
+    def _quantisation(self, rows: np.ndarray):
+        """Per-tile (scale, zero, blank, method, first dither index) of quantised tiles."""
+        tiles = self.tiles
+        vals = self.descriptors.values
+        n = len(rows)
+
+        def per_tile(name: str, const: object, default: object):
+            if name in vals:
+                return vals[name][rows]
+            return np.full(n, default if const is None else const)
+
+        scale = per_tile("ZSCALE", tiles.zscale, 1.0).astype(np.float64)
+        zero = per_tile("ZZERO", tiles.zzero, 0.0).astype(np.float64)
+        blank = None
+        if "ZBLANK" in vals or tiles.zblank is not None:
+            blank = per_tile("ZBLANK", tiles.zblank, 0).astype(np.int64)
+        seeds = (rows + tiles.dither0 - 1) % 10000
+        return scale, zero, blank, tiles.dither, seeds.astype(np.int64)
 
     def _span(self, row: int) -> tuple[str, int, int]:
         """(column, heap offset, bytes) holding tile ``row``: its compressed bytes, or a
@@ -135,11 +191,7 @@ class TileReader:
             else:
                 values = codecs.decode_tile(codec, data, npix)
         except codecs.TileError as err:
-            raise DataError(
-                f"{self.where}: tile {row} (table row {row + 1}, {tiles.algorithm}, "
-                f"{len(data)} bytes at heap offset {self._span(row)[1]}) cannot be decoded: "
-                f"{err}"
-            ) from err
+            raise self._error(row, len(data), str(err)) from err
         values = values[:npix]
         if tiles.dither is not None and column == "COMPRESSED_DATA":
             values = self._dequantize(row, values, shape)
@@ -147,6 +199,12 @@ class TileReader:
             values = self._blanked(row, values)
         src, dst = _overlap(place, region)
         out[dst] = values.reshape(shape)[src]
+
+    def _error(self, row: int, nbytes: int, reason: str) -> DataError:
+        return DataError(
+            f"{self.where}: tile {row} (table row {row + 1}, {self.tiles.algorithm}, "
+            f"{nbytes} bytes at heap offset {self._span(row)[1]}) cannot be decoded: {reason}"
+        )
 
     def _dequantize(self, row: int, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         from dfits.kernels.dequantize import dequantize
