@@ -69,8 +69,10 @@ def _not_fits(head: bytes, filename: str) -> None:
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
             raise NotFITSError(
-                f"{w}: not a FITS file: starts with {head[:8]!r}, a {kind} signature; "
-                "decompress it first"
+                f"{w}: not a FITS file: starts with {head[:8]!r}, a {kind} signature. "
+                "dfits reads FITS data in place (mapped or by byte ranges), which a "
+                "whole-file compressed stream does not allow; decompress it first, or "
+                "tile-compress its images with fpack (dfits reads those lazily)"
             )
     raise NotFITSError(f"{w}: not a FITS file: offset 0 holds {head[:30]!r}, not a SIMPLE card")
 

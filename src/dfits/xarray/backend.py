@@ -42,7 +42,9 @@ from dfits.xarray.files import open_file
 
 __all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
 
-_EXTENSIONS = (".fits", ".fit", ".fts", ".fits.fz")
+# whole-file compressed FITS is claimed too, so that opening it gives dfits' explanation
+# (decompress it first) rather than xarray's "no backend matched"
+_EXTENSIONS = (".fits", ".fit", ".fts", ".fz", ".fits.gz", ".fit.gz", ".fits.bz2", ".fits.z")
 _MAGIC = b"SIMPLE  ="
 
 
