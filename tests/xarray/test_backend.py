@@ -15,9 +15,30 @@ from dfits.xarray.errors import WCSError
 from tests.xarray.conftest import celestial_wcs, write
 
 
+def test_whole_file_compressed_gets_dfits_message(tmp_path):
+    import gzip
+
+    path = tmp_path / "c.fits.gz"
+    path.write_bytes(gzip.compress(b"SIMPLE  =                    T".ljust(2880)))
+    with pytest.raises(dfits.DfitsError, match="gzip signature.*decompress it first"):
+        xr.open_dataset(path)
+
+
+def test_compressed_image_through_xarray(tmp_path):
+    data = np.arange(600, dtype=np.int16).reshape(20, 30)
+    path = tmp_path / "c.fits.fz"
+    hdu = fits.CompImageHDU(data, compression_type="RICE_1", tile_shape=(5, 30))
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    da = xr.open_dataarray(path)
+    assert da.shape == (20, 30)
+    np.testing.assert_array_equal(da.values, data)
+    np.testing.assert_array_equal(da[3:7, 2:5].values, data[3:7, 2:5])
+    assert da.fits.header["NAXIS1"] == 30
+
+
 def test_guess_can_open(tmp_path, cube):
     entry = DfitsBackendEntrypoint()
-    for name in ("a.fits", "a.FIT", "a.fts", "a.fits.fz"):
+    for name in ("a.fits", "a.FIT", "a.fts", "a.fits.fz", "a.fz", "a.fits.gz", "a.fits.Z"):
         assert entry.guess_can_open(name)
     plain = tmp_path / "noext"
     with open(cube[0], "rb") as fh:
