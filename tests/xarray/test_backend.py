@@ -20,7 +20,7 @@ def test_whole_file_compressed_gets_dfits_message(tmp_path):
 
     path = tmp_path / "c.fits.gz"
     path.write_bytes(gzip.compress(b"SIMPLE  =                    T".ljust(2880)))
-    with pytest.raises(dfits.DfitsError, match="gzip signature.*decompress it first"):
+    with pytest.raises(dfits.DfitsError, match=r"gzip signature.*decompress it first"):
         xr.open_dataset(path)
 
 
