@@ -24,6 +24,7 @@ from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
 from dfits.xarray.errors import RegionError, WCSError
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
+from dfits.xarray.headertext import card_text
 from dfits.xarray.moments import moment_map, moment_units
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask
 from dfits.xarray.views import ArrayHDU
@@ -65,7 +66,7 @@ class FitsDataArrayAccessor:
                 f"DataArray {self._obj.name!r} has no 'fits_header' attribute; "
                 "open it with engine='dfits' (or keep_attrs=True)"
             )
-        return text
+        return card_text(text)
 
     @property
     def header(self) -> Header:

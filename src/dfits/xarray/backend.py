@@ -39,6 +39,7 @@ from dfits.xarray.coords import (
 )
 from dfits.xarray.errors import WCSError
 from dfits.xarray.files import open_file
+from dfits.xarray.headertext import readable_header
 
 __all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
 
@@ -167,11 +168,13 @@ def _coords(plan: WCSPlan, wcs: Any, h: Any, text: str, chunks: dict) -> dict[st
 
 
 def _attrs(h: Any, text: str) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"fits_header": text, "fits_hdu": h.index, "fits_extname": h.name}
+    attrs: dict[str, Any] = {"fits_hdu": h.index, "fits_extname": h.name}
     for key, name in (("BUNIT", "units"), ("BTYPE", "long_name"), ("OBJECT", "object")):
         value = h.header.get(key)
         if isinstance(value, str) and value.strip():
             attrs[name] = value.strip()
+    # last: the short attributes above first in every repr
+    attrs["fits_header"] = readable_header(text)
     return attrs
 
 
