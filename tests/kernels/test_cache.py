@@ -178,3 +178,38 @@ def test_kernel_names_cover_the_variant():
     b = _sum_rows(Kind(16, "scaled", True, False), True)
     c = _sum_rows(Kind(16, "scaled", True, True), False)
     assert len({repr(a), repr(b), repr(c)}) == 3
+
+
+def test_threads_calling_a_new_kernel_at_once_all_get_its_result(tmp_path, monkeypatch):
+    """dask calls one kernel from several threads at once: the ones that wait while another
+    compiles it call the new dispatcher, instead of raising 'not compiled yet'."""
+    import threading
+
+    import numba
+
+    from dfits.kernels import _cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+
+    @numba.njit(inline="always")
+    def body(a, b, c, d, e, f):
+        return a.sum() + b + c + d + e + f
+
+    kernel = _cache.entry(body, "threads", str(tmp_path))
+    results, errors = [], []
+    start = threading.Barrier(8)
+
+    def call():
+        start.wait()
+        try:
+            results.append(kernel(np.ones(10), 1, 2, 3, 4, 5))
+        except Exception as err:  # what the race gave: TypeError('not compiled yet')
+            errors.append(err)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == [25.0] * 8

@@ -149,11 +149,14 @@ class Kernel:
         return f"<dfits kernel {self._name}>"
 
     def __call__(self, *args: Any) -> Any:
+        run = self._run
         try:
-            return self._run(*args)
+            return run(*args)
         except TypeError:
-            # Numba's "no matching definition": new argument types (kernels raise nothing)
-            if not self._add(args):
+            # Numba's "no matching definition": new argument types (kernels raise nothing).
+            # Another thread may have added them meanwhile (dask calls one kernel from
+            # several threads at once): then the dispatcher has changed, so call it again.
+            if not self._add(args) and self._run is run:
                 raise
         return self._run(*args)
 
