@@ -56,19 +56,15 @@ class TileReader:
     def dtype(self) -> np.dtype:
         return self.spec.stored if self.raw else self.spec.physical
 
-    def rows(self, region: tuple[slice, ...]) -> list[int]:
+    def rows(self, region: tuple[slice, ...]) -> np.ndarray:
         """The table rows (tile numbers, C order of the grid) of the tiles ``region`` meets."""
         ranges = []
         for sl, t in zip(region, self.tiles.tile, strict=True):
             if sl.stop <= sl.start:
-                return []
-            ranges.append(range(sl.start // t, (sl.stop - 1) // t + 1))
-        grid = self.tiles.grid
-        strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
-        rows = [0]
-        for rng, st in zip(ranges, strides, strict=True):
-            rows = [r + k * st for r in rows for k in rng]
-        return rows
+                return np.empty(0, np.int64)
+            ranges.append(np.arange(sl.start // t, (sl.stop - 1) // t + 1, dtype=np.int64))
+        index = np.meshgrid(*ranges, indexing="ij")
+        return np.ravel_multi_index(index, self.tiles.grid).reshape(-1).astype(np.int64)
 
     def read(self, index: tuple[slice, ...]) -> Any:
         """The native stored values of the step-1 region ``index``, as a stored chunk."""
@@ -76,49 +72,66 @@ class TileReader:
         counts = tuple(max(sl.stop - sl.start, 0) for sl in region)
         out = np.empty(counts, self.spec.stored)
         rows = self.rows(region)
-        blobs = self._fetch(rows)
-        if not self._grouped(rows, blobs, region, out):
+        if not self._grouped(rows, region, out):
+            rows = rows.tolist()
+            blobs = self._fetch(rows)
             for row in rows:
                 self._decode_into(row, blobs[row], region, out)
         if self.raw:
             return out
         return StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
 
-    def _grouped(self, rows: list[int], blobs: dict, region: tuple[slice, ...], out) -> bool:
-        """Decode and place every tile in one Numba call (RICE_1 tiles wholly inside the
-        region, all in COMPRESSED_DATA: what default chunks hold); False when not possible."""
+    def _grouped(self, rows: np.ndarray, region: tuple[slice, ...], out) -> bool:
+        """Fetch, decode and place every tile with array arithmetic and one Numba call
+        (RICE_1 tiles wholly inside the region, all in COMPRESSED_DATA: what default chunks
+        hold): per-tile Python would cost more than the decoding. False when not possible."""
         from dfits.kernels import tilegroup
 
         tiles = self.tiles
         if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
             return False
-        places = [tiles.tile_region(r) for r in rows]
-        for (column, _), place in zip((blobs[r] for r in rows), places, strict=True):
-            if column != "COMPRESSED_DATA" or any(
-                p.start < g.start or p.stop > g.stop for p, g in zip(place, region, strict=True)
-            ):
-                return False
-        datas = [blobs[r][1] for r in rows]
-        counts = np.array([len(d) for d in datas], np.int64)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        blob = np.concatenate(datas) if datas else np.empty(0, np.uint8)
-        shapes = np.array([[p.stop - p.start for p in pl] for pl in places], np.int64)
-        firsts = np.array(
-            [[p.start - g.start for p, g in zip(pl, region, strict=True)] for pl in places],
-            np.int64,
-        )
-        npix = shapes.prod(axis=1)
+        spans = self.descriptors.spans["COMPRESSED_DATA"][rows]
+        if not (spans[:, 0] > 0).all():
+            return False  # fallback columns: tile by tile
+        tile, shape = np.array(tiles.tile), np.array(tiles.shape)
+        lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tile
+        hi = np.minimum(lo + tile, shape)
+        start = np.array([sl.start for sl in region])
+        if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
+            return False
+        blob, starts = self._fetch_spans(spans)
         packed, bad, status = tilegroup.rice_group(
-            blob, starts, counts, npix, tiles.blocksize, tiles.bytepix
+            blob, starts, spans[:, 0], (hi - lo).prod(axis=1), tiles.blocksize, tiles.bytepix
         )
         if packed is None:
             reason = "ends before its last pixel" if status == -1 else "has unused bytes"
-            raise self._error(rows[bad], len(datas[bad]), f"the Rice stream {reason}")
-        quant = None
-        if tiles.dither is not None:
-            quant = self._quantisation(np.asarray(rows, np.int64))
-        tilegroup.place_group(packed, out, shapes, firsts, quant)
+            raise self._error(int(rows[bad]), int(spans[bad, 0]), f"the Rice stream {reason}")
+        quant = self._quantisation(rows) if tiles.dither is not None else None
+        tilegroup.place_group(packed, out, hi - lo, lo - start, quant)
         return True
+
+    def _fetch_spans(self, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts
+        in it: spans closer than the gap are read together, so consecutive tiles are one
+        read and, in the common case, one buffer without a copy."""
+        counts, offsets = spans[:, 0], spans[:, 1]
+        order = np.argsort(offsets, kind="stable")
+        first, stop = offsets[order], offsets[order] + counts[order]
+        ends = np.maximum.accumulate(stop)
+        cut = np.flatnonzero(first[1:] > ends[:-1] + _GAP) + 1
+        bounds = np.split(np.arange(len(order)), cut)
+        ranges = [
+            (self.heap_offset + int(first[g[0]]), self.heap_offset + int(ends[g[-1]]))
+            for g in bounds
+        ]
+        blobs = [np.frombuffer(b, np.uint8) for b in _read_ranges(self.source, ranges)]
+        starts = np.empty(len(offsets), np.int64)
+        base = 0
+        for g, (a, _), buf in zip(bounds, ranges, blobs, strict=True):
+            starts[order[g]] = base + (self.heap_offset + first[g] - a)
+            base += len(buf)
+        blob = blobs[0] if len(blobs) == 1 else np.concatenate(blobs)
+        return blob, starts
 
     def _quantisation(self, rows: np.ndarray):
         """Per-tile (scale, zero, blank, method, first dither index) of quantised tiles."""
