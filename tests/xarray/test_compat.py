@@ -10,6 +10,7 @@ astropy's values (same dims and coordinates, chunked alike). Computed results mu
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import dask.array as da
 import numpy as np
@@ -171,6 +172,12 @@ def test_to_netcdf_round_trip(pair, tmp_path):
     engine = _netcdf_engine()
     got, _, case = pair
     path = tmp_path / "x.nc"
+    try:  # netCDF3 (scipy's engine) holds no unsigned or 64-bit integers, whoever writes them
+        xr.DataArray(case.ref, dims=DIMS).to_netcdf(tmp_path / "ref.nc", engine=engine)
+    except ValueError as err:
+        with pytest.raises(ValueError, match=re.escape(str(err)[:40])):
+            got.to_netcdf(path, engine=engine)
+        return
     got.to_netcdf(path, engine=engine)
     with xr.open_dataarray(path, engine=engine) as back:
         loaded = back.load()
