@@ -57,3 +57,46 @@ def cube(tmp_path_factory, cube_data) -> tuple[str, WCS]:
 def reread(path) -> WCS:
     """The WCS as stored (exact comparisons need the file's 14-digit keyword values)."""
     return WCS(fits.getheader(path))
+
+
+#: Spectral cubes for the spectral-cube comparisons: (CTYPE, CRVAL, CDELT, CUNIT, 4-D, int16).
+SPECTRAL_CUBES = {
+    "freq-descending-4d": ("FREQ", 1.0e11 + 1.2e6, -2.0e5, "Hz", True, False),
+    "freq-ascending-3d": ("FREQ", 1.0e11 - 1.2e6, 2.0e5, "Hz", False, False),
+    "vrad-3d": ("VRAD", -3.0e3, 500.0, "m/s", False, False),
+    "vopt-3d-blank": ("VOPT", 2.0e3, -600.0, "m/s", False, True),
+}
+
+
+def spectral_cube_file(directory, kind: str, beam: bool = True) -> str:
+    """A small cube of ``SPECTRAL_CUBES[kind]``: NaN (or BLANK) pixels, a line, a beam."""
+    ctype, crval, cdelt, cunit, four, blank = SPECTRAL_CUBES[kind]
+    extra = ((ctype, crval, cdelt, cunit),) + ((("STOKES", 1.0, 1.0, ""),) if four else ())
+    w = celestial_wcs("SIN", "PC", extra)
+    nz, ny, nx = 13, 8, 9
+    rng = np.random.default_rng(7)
+    z = np.arange(nz)[:, None, None]
+    centre = 6 + 2 * rng.random((1, ny, nx))
+    data = 2 * np.exp(-0.5 * ((z - centre) / 1.8) ** 2) + 0.05 * rng.standard_normal((nz, ny, nx))
+    data[:, 2, 3] = np.nan  # a pixel with no valid channel
+    data[4, 5, 6] = np.nan
+    cards = {"BUNIT": "Jy/beam", "RESTFRQ": 1.0e11, "SPECSYS": "LSRK"}
+    if beam:
+        cards.update(BMAJ=3.0e-3, BMIN=2.0e-3, BPA=25.0)
+    if blank:
+        scaled = np.where(np.isnan(data), -32768, np.round(data / 1e-4)).astype(">i2")
+        cards.update(BSCALE=1e-4, BZERO=0.0, BLANK=-32768)
+        data = scaled
+    else:
+        data = data.astype(">f4")
+    if four:
+        data = data[None]
+    header = w.to_header()
+    for k, v in cards.items():
+        header[k] = v
+    hdu = fits.PrimaryHDU(data, header=header)
+    if blank:
+        hdu.header["BSCALE"], hdu.header["BZERO"], hdu.header["BLANK"] = 1e-4, 0.0, -32768
+    path = str(directory / f"{kind}.fits")
+    hdu.writeto(path, overwrite=True)
+    return path

@@ -48,6 +48,6 @@ def test_moment_units():
         coords={"freq": ("freq", [1.0, 2.0], {"units": "Hz"})},
         attrs={"units": "Jy/beam"},
     )
-    assert moment_units(obj, "freq", 0) == "Jy/beam Hz"
+    assert moment_units(obj, "freq", 0) == "Hz Jy / beam"
     assert moment_units(obj, "freq", 1) == "Hz"
-    assert moment_units(obj, "x", 0) == "Jy/beam"
+    assert moment_units(obj, "x", 0) == "Jy / beam"

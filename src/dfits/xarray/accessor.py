@@ -21,12 +21,13 @@ import xarray as xr
 
 from dfits._display import figure
 from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
+from dfits.xarray.cube import SpectralMethods
 from dfits.xarray.errors import RegionError, WCSError
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
 from dfits.xarray.headertext import card_text
-from dfits.xarray.moments import moment_map, moment_units
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask
+from dfits.xarray.results import product_unit, reduced
 from dfits.xarray.views import ArrayHDU
 
 if TYPE_CHECKING:
@@ -36,23 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FitsDataArrayAccessor", "FitsDatasetAccessor"]
 
-#: Attributes a reduced DataArray keeps (units are set per result).
-_KEPT_ATTRS = ("fits_header", "fits_hdu", "fits_extname", "object")
 
-
-def _reduced(
-    obj: xr.DataArray, data: Any, gone: tuple[str, ...], name: str, units: str
-) -> xr.DataArray:
-    """``data`` as the DataArray left when dimensions ``gone`` are reduced out of ``obj``."""
-    dims = [d for d in obj.dims if d not in gone]
-    coords = {k: c for k, c in obj.coords.items() if not set(c.dims) & set(gone)}
-    attrs = {k: v for k, v in obj.attrs.items() if k in _KEPT_ATTRS}
-    if units:
-        attrs["units"] = units
-    return xr.DataArray(data, dims=dims, coords=coords, name=name, attrs=attrs)
-
-
-class FitsDataArrayAccessor:
+class FitsDataArrayAccessor(SpectralMethods):
     """``da.fits``: FITS header, WCS and cube science on a DataArray opened by dfits."""
 
     def __init__(self, obj: xr.DataArray) -> None:
@@ -100,16 +86,6 @@ class FitsDataArrayAccessor:
         reduced away are removed when separable (a lone celestial axis is kept, 1 pixel).
         """
         return self._wcs_axes()[0]
-
-    def _spectral_dim(self) -> str:
-        dims = [
-            d for d in self._obj.dims
-            if d in self._obj.coords and "ctype" in self._obj[d].attrs
-            and not str(self._obj[d].attrs["ctype"]).upper().startswith("STOKES")
-        ]  # fmt: skip
-        if len(dims) != 1:
-            raise ValueError(f"pass dim=: cannot choose the spectral dimension among {dims}")
-        return str(dims[0])
 
     def _check_dim(self, dim: Hashable) -> None:
         obj = self._obj
@@ -164,9 +140,9 @@ class FitsDataArrayAccessor:
         units = str(obj.attrs.get("units", ""))
         if "arg" in how or how == "count":
             units = ""
-        elif "var" in how and units:
-            units = f"({units})2"
-        return _reduced(obj, out, tuple(str(d) for d in dims), how, units)
+        else:
+            units = product_unit(units, power=2 if "var" in how else 1)
+        return reduced(obj, out, tuple(str(d) for d in dims), how, units)
 
     # -- Fourier --------------------------------------------------------------------------
     def _step(self, dim: Hashable) -> tuple[float, str]:
@@ -198,37 +174,6 @@ class FitsDataArrayAccessor:
         frequencies; takes :meth:`fft`'s keywords."""
         self._check_dim(dim)
         return power_spectrum(self._obj, dim, self._step(dim), **kw)
-
-    # -- moments --------------------------------------------------------------------------
-    def moment(
-        self,
-        order: int,
-        dim: str | None = None,
-        *,
-        threshold: float | None = None,
-        mask: Any = None,
-    ) -> xr.DataArray:
-        """Moment map along ``dim`` (default: the one spectral dimension), lazily.
-
-        Order 0: Σ I·Δν (Δν the channel width, ``|gradient(coord)|``); 1: Σ I·ν / Σ I;
-        2: the intensity-weighted dispersion √(Σ I·(ν − m1)² / Σ I). Values below
-        ``threshold`` and channels where the 1-D boolean ``mask`` is False are left out;
-        NaN pixels are ignored (:mod:`dfits.xarray.moments`).
-        """
-        if order not in (0, 1, 2):
-            raise ValueError(f"moment order must be 0, 1 or 2, not {order!r}")
-        obj = self._obj
-        dim = self._spectral_dim() if dim is None else dim
-        self._check_dim(dim)
-        if mask is not None:
-            keep = np.asarray(mask, dtype=bool)
-            if keep.shape != (obj.sizes[dim],):
-                raise ValueError(f"mask must have shape ({obj.sizes[dim]},), not {keep.shape}")
-            obj = obj.isel({dim: np.flatnonzero(keep)})
-        v = obj[dim].values.astype(float) if dim in obj.coords else np.arange(obj.sizes[dim])
-        x = fused_dask(obj, along=dim)
-        out = moment_map(x, obj.get_axis_num(dim), v, order, threshold)
-        return _reduced(obj, out, (dim,), f"moment{order}", moment_units(obj, dim, order))
 
     # -- sky regions ----------------------------------------------------------------------
     def _celestial(self) -> WCS:
@@ -299,7 +244,8 @@ class FitsDataArrayAccessor:
         x = fused_dask(sub) * weight.reshape(shape)
         axes = tuple(sub.get_axis_num(d) for d in sky)
         out = da.nansum(x, axis=axes) if how == "sum" else da.nanmean(x, axis=axes)
-        result = _reduced(sub, out, ("y", "x"), "spectrum", obj.attrs.get("units", ""))
+        units = product_unit(str(obj.attrs.get("units", "")))
+        result = reduced(sub, out, ("y", "x"), "spectrum", units)
         result.attrs["npix"] = int(mask.sum())
         return result
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dfits.errors import DfitsError, HeaderError
 
-__all__ = ["RegionError", "WCSError"]
+__all__ = ["RegionError", "SpectralError", "WCSError"]
 
 
 class WCSError(HeaderError):
@@ -13,3 +13,7 @@ class WCSError(HeaderError):
 
 class RegionError(DfitsError, ValueError):
     """A sky region (cut-out, aperture) is empty or outside the image, or a bad argument."""
+
+
+class SpectralError(DfitsError, ValueError):
+    """No usable spectral axis, a unit that is not spectral, or a conversion wcslib refuses."""

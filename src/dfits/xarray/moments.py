@@ -46,9 +46,11 @@ def moment_map(
 
 
 def moment_units(obj: xr.DataArray, dim: str, order: int) -> str:
-    """Unit of a moment map: BUNIT × the axis unit (order 0), the axis unit (orders 1, 2)."""
-    unit = obj[dim].attrs.get("units", "") if dim in obj.coords else ""
+    """Unit of a moment map: BUNIT × the axis unit (order 0), the axis unit (orders 1, 2),
+    in astropy's string format (unparsable units are joined as written)."""
+    from dfits.xarray.results import product_unit
+
+    unit = str(obj[dim].attrs.get("units", "")) if dim in obj.coords else ""
     if order:
-        return unit
-    bunit = obj.attrs.get("units", "")
-    return f"{bunit} {unit}".strip()
+        return product_unit(unit)
+    return product_unit(str(obj.attrs.get("units", "")), unit)
