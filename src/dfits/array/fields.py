@@ -89,7 +89,7 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
         return bits.astype(bool).reshape((n, *shape))
     if code == "A":
         cells = math.prod(shape)
-        if not cells:
+        if not cells or not n:
             return np.zeros((n, *shape), column.dtype)
         # TDIMn on A: each cell is an array of strings of the first dimension's width
         return strings(field.reshape(n * cells, -1)).reshape((n, *shape))

@@ -19,6 +19,7 @@ Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it ha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +120,11 @@ def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
         element = c.element_dtype
         typ = pa.string() if element.kind == "U" else pa.from_numpy_dtype(element)
         return pa.array([list(v) if typ != pa.string() else v for v in values], pa.list_(typ))
+    n, cell = values.shape[0], math.prod(values.shape[1:])
     if values.dtype.kind == "c":
-        pairs = values.reshape(values.shape[0], -1).view(values.real.dtype)
-        return _fixed(pa.array(pairs.reshape(-1)), pairs.shape[1], values.shape[0])
-    flat = values.reshape(values.shape[0], -1) if values.ndim > 1 else values
+        pairs = np.ascontiguousarray(values).reshape(n, cell).view(values.real.dtype)
+        return _fixed(pa.array(pairs.reshape(-1)), 2 * cell, n)
+    flat = values.reshape(n, cell) if values.ndim > 1 else values
     if flat.dtype.kind == "U":
         leaf = pa.array(flat.reshape(-1).astype(object), pa.string())
     else:

@@ -1,0 +1,155 @@
+"""The column reader: generated tables equal astropy; reductions run on the stored field."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dfits
+from dfits.array.stored import StoredChunk
+from dfits.errors import DataError
+from tests.tablefiles import write_table
+
+fits = pytest.importorskip("astropy.io.fits")
+
+# (TFORM-making dtype, strategy of values) for the column types astropy writes from numpy
+_KINDS = {
+    "B": np.uint8, "I": np.int16, "J": np.int32, "K": np.int64, "E": np.float32,
+    "D": np.float64, "L": np.bool_, "C": np.complex64, "M": np.complex128,
+    "uI": np.uint16, "uJ": np.uint32, "uK": np.uint64,
+}  # fmt: skip
+
+
+def _column_values(kind: str, n: int, repeat: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(_KINDS[kind])
+    shape = (n,) if repeat == 1 else (n, repeat)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    values = rng.standard_normal(shape) * 1e3
+    if dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    values = values.astype(dtype)
+    if dtype.kind == "f" and values.size:
+        values.flat[0] = np.nan
+    return values
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kinds=st.lists(st.sampled_from(sorted(_KINDS)), min_size=1, max_size=5),
+    nrows=st.sampled_from([0, 1, 7, 300]),
+    repeat=st.sampled_from([1, 3]),
+    seed=st.integers(0, 2**16),
+)
+def test_generated_tables_equal_astropy(tmp_path, kinds, nrows, repeat, seed):
+    cols = [
+        fits.Column(f"c{i}_{k}", array=_column_values(k, nrows, repeat, seed + i),
+                    format=f"{repeat}{k[-1]}")
+        for i, k in enumerate(kinds)
+    ]  # fmt: skip
+    cols.append(
+        fits.Column("name", format="6A", array=np.array(["ab  ", " x", ""] * nrows)[:nrows])
+    )
+    path = tmp_path / f"t{seed}.fits"
+    fits.BinTableHDU.from_columns(cols).writeto(path, overwrite=True)
+    hdu = dfits.open(path)[1]
+    with fits.open(path) as ref:
+        for c in hdu.columns:
+            ours = hdu.column(c.name, rows_per_chunk=64).compute()
+            theirs = np.asarray(ref[1].data[c.name])
+            assert ours.dtype == theirs.dtype.newbyteorder("="), c.name
+            np.testing.assert_array_equal(ours, theirs, err_msg=c.name)
+            if nrows and ours.dtype.kind in "iuf":
+                total = np.nansum(hdu.column(c.name, 64)).compute()
+                # the kernels accumulate float32 in float64: closer than numpy's float32 sum
+                rtol = 1e-5 if ours.dtype == np.float32 else 1e-12
+                np.testing.assert_allclose(total, np.nansum(theirs), rtol=rtol)
+
+
+def test_reductions_run_on_the_stored_strided_field(tmp_path):
+    rng = np.random.default_rng(1)
+    e = rng.standard_normal(1000).astype(np.float32)
+    d = rng.standard_normal(1000)
+    j = rng.integers(-1000, 1000, 1000).astype(np.int32)
+    pad = np.array(["x"] * 1000)
+    cols = [fits.Column("E", "E", array=e), fits.Column("D", "D", array=d),
+            fits.Column("PAD", "7A", array=pad), fits.Column("J", "J", array=j)]  # fmt: skip
+    path = tmp_path / "r.fits"
+    fits.BinTableHDU.from_columns(cols).writeto(path)
+    hdu = dfits.open(path)[1]
+    chunk = hdu._reader("E").read((slice(0, 10),))
+    assert isinstance(chunk, StoredChunk)
+    assert chunk.u.strides == (4 + 8 + 7 + 4,)  # the field, strided by the row
+    x = hdu.column("E", rows_per_chunk=128)
+    np.testing.assert_allclose(x.sum().compute(), e.sum(dtype=np.float64), rtol=1e-6)
+    np.testing.assert_allclose(hdu["D"].std().compute(), d.std())
+    assert hdu["J"].max().compute() == j.max()
+    assert hdu["J"].sum().compute() == j.sum()
+    np.testing.assert_allclose(np.nanmean(hdu["D"]).compute(), d.mean())
+    assert pickle.loads(pickle.dumps(x)).sum().compute() == x.sum().compute()
+
+
+def _vla_file(tmp_path, offset: int):
+    rows = struct.pack(">ii", 2, 0) + struct.pack(">ii", 1, offset)
+    heap = struct.pack(">iii", 5, 6, 7)
+    keys = [("TFIELDS", 1), ("TTYPE1", "V"), ("TFORM1", "1PJ(2)")]
+    return write_table(tmp_path / "v.fits", keys, rows + heap, naxis1=8, naxis2=2, pcount=12)
+
+
+def test_vla_reads_and_descriptor_outside_heap_is_an_error(tmp_path):
+    values = dfits.open(_vla_file(tmp_path, 8))[1].column("V").compute()
+    assert [v.tolist() for v in values] == [[5, 6], [7]]
+    hdu = dfits.open(_vla_file(tmp_path, 12))[1]
+    with pytest.raises(DataError, match=r"column 1 \('V'\), row 2: the array descriptor"):
+        hdu.column("V").compute()
+
+
+def test_ascii_field_not_a_number(tmp_path):
+    keys = [("TFIELDS", 2), ("TTYPE1", "X"), ("TFORM1", "F8.2"), ("TBCOL1", 1),
+            ("TTYPE2", "N"), ("TFORM2", "I4"), ("TBCOL2", 9), ("TNULL2", "-99")]  # fmt: skip
+    data = b"    1.25 -99" + b"   2.5D1   7" + b"        1 2 "
+    path = write_table(tmp_path / "a.fits", keys, data, xtension="TABLE", naxis1=12, naxis2=3)
+    hdu = dfits.open(path)[1]
+    np.testing.assert_array_equal(hdu["X"].compute(), [1.25, 25.0, np.nan])
+    frame = hdu.to_pandas(["X"])
+    assert frame["X"].isna().tolist() == [False, False, True]
+    with pytest.raises(
+        DataError, match=r"column 2 \('N'\), row 3: field b'1 2 ' .* not an integer"
+    ):
+        hdu["N"].compute()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fits.open(path) as ref:
+            assert ref[1].data["X"][:2].tolist() == [1.25, 25.0]
+
+
+def test_zero_rows_and_zero_width(tmp_path):
+    keys = [("TFIELDS", 2), ("TTYPE1", "Z"), ("TFORM1", "0D"), ("TTYPE2", "J"), ("TFORM2", "J")]
+    path = write_table(tmp_path / "z.fits", keys, b"\0\0\0\1" * 3, naxis1=4, naxis2=3)
+    hdu = dfits.open(path)[1]
+    assert hdu["Z"].compute().shape == (3, 0)
+    assert hdu["J"].compute().tolist() == [1, 1, 1]
+    empty = write_table(tmp_path / "e.fits", keys, b"", naxis1=4, naxis2=0)
+    h0 = dfits.open(empty)[1]
+    assert h0["J"].compute().shape == (0,)
+    assert len(h0.to_pandas()) == 0
+    assert h0.to_arrow().num_rows == 0
+
+
+def test_reader_protocol(tmp_path):
+    from dfits.array.reader import Reader
+
+    path = _vla_file(tmp_path, 8)
+    assert isinstance(dfits.open(path)[1]._reader("V"), Reader)
