@@ -101,3 +101,34 @@ def test_corpus_columns_equal_astropy(path, index):
             if theirs is None:
                 theirs = _fitsio(path, index, c.number)
             check_column(ours, theirs, f"{path.name}[{index}].{c.name}")
+
+
+def test_tile_compressed_table_refused():
+    path = CORPUS / "nom-tam-fits" / "bt12.fits.fz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hdu = dfits.open(path)[1]
+    with pytest.raises(dfits.UnsupportedError, match=r"HDU 1.*ZTABLE"):
+        _ = hdu.columns
+
+
+def test_dataframe_dtypes_and_parquet(tmp_path):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = CORPUS / "cfitsio" / "testprog.std"
+    hdu = dfits.open(path)[1]
+    frame = hdu.to_dask_dataframe(["Avalue", "Lvalue", "Ivalue", "Jvalue"], rows_per_partition=6)
+    assert frame.npartitions == 4
+    eager = hdu.to_pandas(["Avalue", "Lvalue", "Ivalue", "Jvalue"])
+    lazy = frame.compute()
+    # dask turns pandas' str into its Arrow-backed string dtype; the rest is the same
+    assert [str(t) for t in lazy.dtypes][1:] == [str(t) for t in eager.dtypes][1:]
+    assert pd.api.types.is_string_dtype(lazy["Avalue"])
+    assert pd.api.types.is_string_dtype(eager["Avalue"])
+    assert str(eager["Lvalue"].dtype) == "bool"
+    with astropy_fits.open(path) as ref:
+        assert lazy["Avalue"].tolist() == [s.rstrip() for s in ref[1].data["Avalue"]]
+    dd.to_parquet(frame, tmp_path / "pq")
+    back = dd.read_parquet(tmp_path / "pq").compute()
+    np.testing.assert_array_equal(back["Jvalue"].to_numpy(), lazy["Jvalue"].to_numpy())
