@@ -136,3 +136,36 @@ def test_local_cluster_writes_the_file(tmp_path):
     with fits.open(path, checksum=True) as hl:
         np.testing.assert_array_equal(hl[0].data, values)
     assert all(h.ok for h in dfits.verify_checksum(path))
+
+
+@pytest.mark.parametrize(
+    ("bitpix", "bscale", "bzero"), [(16, 0.01, 5.0), (32, 1e-6, 0.0), (8, 0.1, -12.0)]
+)
+def test_quantised_floats_read_back_as_astropy_reads_them(tmp_path, bitpix, bscale, bzero):
+    rng = np.random.default_rng(bitpix)
+    values = rng.uniform(-10, 10, (11, 17)).astype("f4")
+    values[3, 4:9] = np.nan
+    path = tmp_path / "q.fits"
+    x = da.from_array(values, chunks=(4, 6))
+    dfits.to_fits(x, path, bitpix=bitpix, bscale=bscale, bzero=bzero, header={"BUNIT": "K"})
+    header = fits.getheader(path)  # astropy drops BSCALE/BZERO from it once data is scaled
+    with fits.open(path, checksum=True) as hl:
+        ours = hl[0].data
+    raw = fits.getdata(path, do_not_scale_image_data=True)
+    assert (header["BITPIX"], header["BSCALE"], header["BZERO"]) == (bitpix, bscale, bzero)
+    blank = 255 if bitpix == 8 else -(1 << (bitpix - 1))
+    assert header["BLANK"] == blank
+    np.testing.assert_array_equal(raw == blank, np.isnan(values))
+    np.testing.assert_array_equal(dfits.open(path)[0].data.compute(), ours)
+    ok = ~np.isnan(values)
+    assert np.all(np.abs(ours[ok] - values[ok]) <= bscale / 2 * (1 + 1e-6) + 1e-6 * abs(bzero))
+    assert all(h.ok for h in dfits.verify_checksum(path))
+    _fitsverify(path)
+
+
+def test_quantise_needs_bitpix_and_floats(tmp_path):
+    with pytest.raises(ValueError, match="pass bitpix"):
+        dfits.to_fits(np.ones(3), tmp_path / "a.fits", bscale=2.0)
+    with pytest.raises(dfits.UnsupportedError, match="takes floats"):
+        dfits.to_fits(np.ones(3, "i4"), tmp_path / "a.fits", bitpix=16)
+    assert not list(tmp_path.iterdir())

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dfits.errors import where
-from dfits.format.imagehdu import UserCard, image_header, parse_storage
+from dfits.format.imagehdu import UserCard, image_header, parse_quantized, parse_storage
 from dfits.io import fitswriter
 from dfits.io.fitswriter import WritePlan
 
@@ -48,7 +48,10 @@ def _as_dask(data: Any, what: str) -> Any:
     return x
 
 
-def _headers(items: Sequence[ImageItem], path: str, primary: bool, checksum: bool, first: int):
+def _headers(
+    items: Sequence[ImageItem], path: str, primary: bool, checksum: bool, first: int,
+    quantize: dict[str, Any] | None = None,
+):  # fmt: skip
     out, arrays = [], []
     if not primary:
         if first == 0:
@@ -60,7 +63,10 @@ def _headers(items: Sequence[ImageItem], path: str, primary: bool, checksum: boo
     for i, item in enumerate(items):
         what = where(path, first + i, item.extname)
         x = _as_dask(item.data, what)
-        storage = parse_storage(x.dtype, what)
+        if quantize is None:
+            storage = parse_storage(x.dtype, what)
+        else:
+            storage = parse_quantized(x.dtype, what, **quantize)
         head = image_header(
             x.shape, storage, primary=primary, cards=item.cards, extname=item.extname,
             extend=False, checksum=checksum, what=what,
@@ -101,13 +107,16 @@ def write_images(
     checksum: bool = True,
     compute: bool = True,
     fsync: bool = True,
+    quantize: dict[str, Any] | None = None,
 ) -> Any:
     """Write image HDUs to ``path``: the first as the primary HDU when ``primary``, else all
-    as IMAGE extensions after an empty primary. Returns the path, or a ``Delayed``."""
+    as IMAGE extensions after an empty primary. ``quantize``: the keywords of
+    :func:`~dfits.format.imagehdu.parse_quantized` (``bitpix``, ``bscale``, ``bzero``,
+    ``blank``) to store floats as scaled integers. Returns the path, or a ``Delayed``."""
     from dask import delayed
 
     target = os.fspath(path)
-    headers, arrays = _headers(items, target, primary, checksum, 0)
+    headers, arrays = _headers(items, target, primary, checksum, 0, quantize)
     p = fitswriter.plan(target, headers, overwrite=overwrite, fsync=fsync)
     ready = delayed(fitswriter.create, pure=False)(p)
     graph = _graph(p, arrays, ready)

@@ -23,7 +23,14 @@ from dfits.format.cards import BLOCK_SIZE, END_CARD, Value, format_card
 from dfits.format.checksum import CHECKSUM_ZERO, checksum_card
 from dfits.format.longcards import format_cards
 
-__all__ = ["Storage", "UserCard", "image_header", "parse_storage", "user_cards"]
+__all__ = [
+    "Storage",
+    "UserCard",
+    "image_header",
+    "parse_quantized",
+    "parse_storage",
+    "user_cards",
+]
 
 #: A caller's card: keyword, value, and its card image(s) as they will be written.
 UserCard = tuple[str, Value, bytes]
@@ -45,16 +52,29 @@ class Storage:
     bitpix : int
     flip : int
         XORed into each value before the byte swap (the top bit for offset-stored integers).
-    bzero : int or None
-        The BZERO card that undoes ``flip``.
+    bzero : int or float or None
+        The BZERO card that undoes ``flip`` (or of quantised floats).
     native : numpy.dtype
         The native dtype values are cast to first (float16 → float32, bool refused).
+    bscale : float or None
+        Quantised floats only: stored as ``rint((x - bzero) / bscale)``, NaN as ``blank``.
+    blank : int or None
+        The stored value of NaN (quantised floats only).
     """
 
     bitpix: int
     flip: int
-    bzero: int | None
+    bzero: int | float | None
     native: np.dtype
+    bscale: float | None = None
+    blank: int | None = None
+
+    @property
+    def limits(self) -> tuple[int, int]:
+        """The stored range of finite quantised values: the type's, less BLANK at an end."""
+        bits = self.bitpix
+        lo, hi = (0, 255) if bits == 8 else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        return lo + (self.blank == lo), hi - (self.blank == hi)
 
 
 _SIGNED = {1: 8, 2: 16, 4: 32, 8: 64}
@@ -66,7 +86,7 @@ def parse_storage(dtype: Any, what: str) -> Storage:
     Examples
     --------
     >>> parse_storage("uint16", "x")
-    Storage(bitpix=16, flip=32768, bzero=32768, native=dtype('uint16'))
+    Storage(bitpix=16, flip=32768, bzero=32768, native=dtype('uint16'), bscale=None, blank=None)
     >>> parse_storage(">f8", "x").bitpix
     -64
     """
@@ -85,6 +105,38 @@ def parse_storage(dtype: Any, what: str) -> Storage:
         return Storage(_SIGNED[dt.itemsize], top, top, dt.newbyteorder("="))
     hint = " (cast it to uint8 first)" if dt.kind == "b" else ""
     raise UnsupportedError(f"{what}: FITS images cannot store dtype {dt}{hint}")
+
+
+def parse_quantized(
+    dtype: Any, what: str, bitpix: int, bscale: float = 1.0, bzero: float = 0.0,
+    blank: int | None = None,
+) -> Storage:  # fmt: skip
+    """The storage of floats quantised to BITPIX ``bitpix`` integers.
+
+    ``blank`` defaults to the stored type's minimum (-32768 for 16), 255 for BITPIX 8.
+
+    Examples
+    --------
+    >>> s = parse_quantized("float32", "x", 16, 0.01, 100.0)
+    >>> s.blank, s.limits
+    (-32768, (-32767, 32767))
+    """
+    dt = np.dtype(dtype)
+    if dt.kind != "f" or dt.itemsize not in (2, 4, 8):
+        raise UnsupportedError(f"{what}: BSCALE/BZERO quantisation takes floats, not {dt}")
+    if bitpix not in _SIGNED.values():
+        raise ValueError(f"{what}: cannot quantise to BITPIX {bitpix!r}; use 8, 16, 32 or 64")
+    bscale, bzero = float(bscale), float(bzero)
+    if not (np.isfinite(bscale) and bscale != 0 and np.isfinite(bzero)):
+        raise ValueError(f"{what}: BSCALE {bscale!r} and BZERO {bzero!r} must be finite, BSCALE≠0")
+    lo, hi = (0, 255) if bitpix == 8 else (-(1 << (bitpix - 1)), (1 << (bitpix - 1)) - 1)
+    if blank is None:
+        # BITPIX 8: the top, as astropy ignores BLANK = 0 (a falsy test); else the minimum
+        blank = hi if bitpix == 8 else lo
+    if isinstance(blank, bool) or not isinstance(blank, int | np.integer) or not lo <= blank <= hi:
+        raise ValueError(f"{what}: BLANK {blank!r} is not an integer of BITPIX {bitpix}")
+    native = np.dtype("float32" if dt.itemsize <= 4 else "float64")
+    return Storage(bitpix, 0, bzero, native, bscale, int(blank))
 
 
 def user_cards(header: Any) -> list[UserCard]:
@@ -154,7 +206,9 @@ def image_header(
     head += list(want.items())
     head += [("EXTEND", True)] if primary and extend else []
     head += [] if primary else [("PCOUNT", 0), ("GCOUNT", 1)]
-    if storage.bzero is not None:
+    if storage.bscale is not None:
+        head += [("BSCALE", storage.bscale), ("BZERO", storage.bzero), ("BLANK", storage.blank)]
+    elif storage.bzero is not None:
         head += [("BSCALE", 1), ("BZERO", storage.bzero)]
     keys = {c[0] for c in cards}
     scaled_float = storage.bitpix < 0 and bool(keys & {"BSCALE", "BZERO"})

@@ -39,6 +39,7 @@ from dfits.format.cards import BLOCK_SIZE
 from dfits.format.checksum import add, checksum_card, encode_checksum, place
 from dfits.format.imagehdu import Storage
 from dfits.kernels.checksum import encode_rows, word_sum
+from dfits.kernels.quantize import quantize_rows
 
 __all__ = ["BUFFER", "HDUSlot", "WritePlan", "abort", "create", "finalize", "plan", "write_block"]
 
@@ -199,6 +200,15 @@ def _buffer(itemsize: int, n: int) -> np.ndarray:
     return buf[: n * itemsize].view(f"u{itemsize}")
 
 
+def _encode(storage: Storage, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Stored bytes of ``rows`` into ``out`` (quantised or swapped), and each row's sum."""
+    if storage.bscale is None:
+        return encode_rows(rows, out, storage.flip)
+    lo, hi = storage.limits
+    bzero = float(storage.bzero or 0.0)
+    return quantize_rows(rows, out, storage.bscale, bzero, int(storage.blank or 0), lo, hi)
+
+
 def write_block(p: WritePlan, hdu: int, values: np.ndarray, starts: tuple[int, ...]) -> int:
     """Encode and write one block of HDU ``hdu`` at ``starts``; return its placed data sum."""
     slot = p.hdus[hdu]
@@ -209,14 +219,14 @@ def write_block(p: WritePlan, hdu: int, values: np.ndarray, starts: tuple[int, .
         return 0
     offsets, length = _runs(slot.shape, tuple(starts), v.shape)
     rows = v.reshape(len(offsets), length)
-    size = native.itemsize
+    size = abs(slot.storage.bitpix) // 8  # stored bytes per value (quantised: not native's)
     buf = _buffer(size, min(v.size, max(1, BUFFER // size)))
     total = 0
     fd = os.open(p.temp, os.O_WRONLY)
     try:
         for r0, r1, c0, c1 in _pieces(len(offsets), length, size):
             out = buf[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
-            sums = encode_rows(rows[r0:r1, c0:c1], out, slot.storage.flip)
+            sums = _encode(slot.storage, rows[r0:r1, c0:c1], out)
             for i in range(r1 - r0):
                 at = (int(offsets[r0 + i]) + c0) * size
                 _pwrite(fd, memoryview(out[i]).cast("B"), slot.data_offset + at)

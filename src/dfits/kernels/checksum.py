@@ -23,13 +23,21 @@ import numpy as np
 from dfits.kernels._compile import jit
 from dfits.kernels._swap import swap_bits
 
-__all__ = ["FOLD", "encode_oracle", "encode_rows", "word_sum", "word_sum_oracle"]
+__all__ = [
+    "FOLD",
+    "UINT",
+    "encode_oracle",
+    "encode_rows",
+    "sum_helpers",
+    "word_sum",
+    "word_sum_oracle",
+]
 
 #: Values summed into a 64-bit accumulator before the carries are folded back: each term is
 #: below 2**33, so 2**20 of them stay far below 2**64.
 FOLD = 1 << 20
 _MASK = 0xFFFFFFFF
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 @functools.cache
@@ -81,7 +89,8 @@ def _encode_kernel(itemsize: int):
     # Position of byte 0 of value i in its big-endian word: (i * itemsize) % 4. The value's
     # share of the sum is its bits shifted to that place; 8-byte values span two words.
     # numba widens integer arithmetic to int64: cast back before swapping the value's bytes
-    utype = _UINT[itemsize]
+    utype = UINT[itemsize]
+    share, fold = sum_helpers()
 
     @jit
     def kernel(src, out, flip, sums):
@@ -93,22 +102,37 @@ def _encode_kernel(itemsize: int):
                 for i in range(start, min(start + FOLD, n)):
                     v = utype(src[r, i] ^ flip)
                     out[r, i] = swap_bits(v)
-                    w = np.uint64(v)
-                    if itemsize == 8:
-                        acc += (w >> np.uint64(32)) + (w & np.uint64(_MASK))
-                    elif itemsize == 4:
-                        acc += w
-                    elif itemsize == 2:
-                        acc += w << np.uint64(16 * (1 - (i & 1)))
-                    else:
-                        acc += w << np.uint64(8 * (3 - (i & 3)))
-                total += acc
-                total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
-            while total > np.uint64(_MASK):
-                total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
-            sums[r] = total
+                    acc += share(v, i, itemsize)
+                total = fold(total + acc)
+            sums[r] = fold(total)
 
     return kernel
+
+
+@functools.cache
+def sum_helpers():
+    """``share(v, i, itemsize)``: value ``i``'s bits placed in its big-endian word, as a
+    64-bit addend; ``fold(total)``: carries folded back into 32 bits. Shared by the encoders."""
+
+    @jit
+    def share(v, i, itemsize):
+        w = np.uint64(v)
+        if itemsize == 8:
+            return (w >> np.uint64(32)) + (w & np.uint64(_MASK))
+        if itemsize == 4:
+            return w
+        if itemsize == 2:
+            return w << np.uint64(16 * (1 - (i & 1)))
+        return w << np.uint64(8 * (3 - (i & 3)))
+
+    @jit
+    def fold(total):
+        total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
+        while total > np.uint64(_MASK):
+            total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
+        return total
+
+    return share, fold
 
 
 def encode_rows(src: np.ndarray, out: np.ndarray, flip: int) -> np.ndarray:
@@ -129,7 +153,7 @@ def encode_rows(src: np.ndarray, out: np.ndarray, flip: int) -> np.ndarray:
         Per row, the ones'-complement sum of its stored bytes as if the row began on a word
         boundary.
     """
-    utype = _UINT[src.dtype.itemsize]
+    utype = UINT[src.dtype.itemsize]
     u = np.ascontiguousarray(src).view(utype)
     sums = np.zeros(u.shape[0], dtype=np.uint64)
     if u.size:
@@ -139,6 +163,6 @@ def encode_rows(src: np.ndarray, out: np.ndarray, flip: int) -> np.ndarray:
 
 def encode_oracle(src: np.ndarray, flip: int) -> tuple[np.ndarray, list[int]]:
     """The numpy definition of :func:`encode_rows`: stored bytes and per-row sums."""
-    utype = _UINT[src.dtype.itemsize]
+    utype = UINT[src.dtype.itemsize]
     stored = (src.view(utype) ^ utype(flip)).astype(np.dtype(utype).newbyteorder(">"))
     return stored, [word_sum_oracle(row) for row in stored]
