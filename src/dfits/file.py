@@ -23,7 +23,7 @@ from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedE
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
-from dfits.section import Section
+from dfits.section import Section, forget
 from dfits.table import TableAccess
 
 __all__ = ["HDU", "FitsFile", "open"]
@@ -306,7 +306,15 @@ class FitsFile(Sequence[HDU]):
         return None
 
     def close(self) -> None:
-        """Nothing to release: sources hold no handle that outlives a read."""
+        """Release what this process holds open for the file: its descriptor and section maps.
+
+        Arrays made from the file stay usable: their reads open the file again (and raise
+        :class:`~dfits.FileChangedError` if it changed meanwhile).
+        """
+        forget(self.source.token)
+        release = getattr(self.source, "close", None)
+        if release is not None:
+            release()
 
     def __enter__(self) -> FitsFile:
         return self

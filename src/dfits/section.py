@@ -17,10 +17,17 @@ from numpy.lib.stride_tricks import as_strided
 from dfits._lazy import kernels
 from dfits.io.ranges import bounding
 
-__all__ = ["Section"]
+__all__ = ["Section", "forget"]
 
 _maps: dict[Any, np.ndarray] = {}
 _lock = threading.Lock()
+
+
+def forget(token: Any) -> None:
+    """Drop this process's maps of the file with this source token (``FitsFile.close``)."""
+    with _lock:
+        for key in [key for key in _maps if key[0] == token]:
+            del _maps[key]
 
 
 class Section:

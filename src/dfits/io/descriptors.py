@@ -1,0 +1,118 @@
+"""A bounded, per-process cache of read-only file descriptors.
+
+The contract: :meth:`Descriptors.use` gives an open descriptor for a key (a path plus the
+identity it was opened with) for the length of a ``with`` block, opening it on first use;
+at most :data:`MAX_DESCRIPTORS` stay open between uses, the least recently used closed first;
+:meth:`Descriptors.close` closes one key's descriptor. A descriptor in use by another thread
+is never closed under it (its number could be reused by an unrelated ``open`` and the read
+would then return another file's bytes): it is only dropped from the cache, and closed by the
+last user's exit. Keys carry the process id, so a forked worker never uses its parent's
+descriptors (their file offsets and locks are shared across ``fork``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["MAX_DESCRIPTORS", "Descriptors"]
+
+#: descriptors kept open between uses; the common soft limit is 1024 per process
+MAX_DESCRIPTORS = 128
+
+
+class _Entry:
+    __slots__ = ("dropped", "fd", "users")
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.users, self.dropped = fd, 0, False
+
+
+class Descriptors:
+    """Open descriptors by key, bounded, safe to use from many threads."""
+
+    def __init__(self, limit: int = MAX_DESCRIPTORS) -> None:
+        self.limit = limit
+        self._open: OrderedDict[tuple[int, Any], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            # a fork while another thread held the lock would leave it held in the child
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """How many descriptors this process holds in the cache."""
+        pid = os.getpid()
+        return sum(key[0] == pid for key in self._open)
+
+    @contextmanager
+    def use(self, key: Any) -> Iterator[int]:
+        """Hold the descriptor of ``key[0]`` (a path) open for the block and yield it."""
+        full = (os.getpid(), key)
+        with self._lock:
+            entry = self._open.get(full)
+            if entry is not None:
+                self._open.move_to_end(full)
+                entry.users += 1
+        if entry is None:
+            entry = self._opened(full, key[0])
+        try:
+            yield entry.fd
+        finally:
+            with self._lock:
+                entry.users -= 1
+                closing = entry.dropped and not entry.users
+            if closing:
+                os.close(entry.fd)
+
+    def _opened(self, full: tuple[int, Any], path: str) -> _Entry:
+        # opened outside the lock: a slow file system must not stall other files' reads
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        with self._lock:
+            entry = self._open.get(full)
+            if entry is None:
+                entry = self._open[full] = _Entry(fd)
+                fd = -1
+            self._open.move_to_end(full)
+            entry.users += 1
+            stale = self._evict()
+        if fd >= 0:
+            os.close(fd)  # another thread opened the same file first
+        for old in stale:
+            os.close(old)
+        return entry
+
+    def _evict(self) -> list[int]:
+        """Drop the least recently used entries beyond the limit; their idle descriptors."""
+        stale = []
+        while len(self._open) > self.limit:
+            _, entry = self._open.popitem(last=False)
+            entry.dropped = True
+            if not entry.users:
+                stale.append(entry.fd)
+        return stale
+
+    def close(self, key: Any) -> None:
+        """Close ``key``'s descriptor now, or when its last current user is done."""
+        with self._lock:
+            entry = self._open.pop((os.getpid(), key), None)
+            if entry is None:
+                return
+            entry.dropped = True
+            idle = not entry.users
+        if idle:
+            os.close(entry.fd)
+
+    def clear(self) -> None:
+        """Close every descriptor of this process (those in use when their users are done)."""
+        pid = os.getpid()
+        with self._lock:
+            keys = [full[1] for full in self._open if full[0] == pid]
+        for key in keys:
+            self.close(key)
