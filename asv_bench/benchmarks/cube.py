@@ -141,7 +141,11 @@ def build(tool: str, op: str, path: str, meta: dict):
             return cube.std(axis=0)
         if op == "peakmap":
             return cube.argmax(axis=0)
-        return cube.moment0() if op == "moment0" else cube.moment1()
+        if op == "moment0":
+            # the case's moment 0 is the plain channel sum; spectral-cube's moment0() is
+            # Σ I·Δv (times the channel width), another quantity
+            return cube.sum(axis=0)
+        return cube.moment1()
 
     return run_sc
 

@@ -160,6 +160,21 @@ class Kernel:
                 raise
         return self._run(*args)
 
+    @property
+    def signatures(self) -> list:
+        """The argument types compiled (or loaded) so far, as a Numba dispatcher lists them."""
+        return list(getattr(self._run, "signatures", ()))
+
+    def inspect_asm(self, signature: Any) -> str:
+        """The machine code of one signature (what the vectorisation tests read)."""
+        asm = self._run.inspect_asm(signature)
+        if "\t.text" not in asm:
+            # loaded from the cache: Numba keeps no assembly for that, so compile one copy
+            fn = types.FunctionType(self._template.__code__, {"body": self._body}, self._name)
+            opts = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
+            asm = numba.njit([signature], **opts)(fn).inspect_asm(signature)
+        return asm
+
     def _unready(self, *args: Any) -> Any:
         raise TypeError("not compiled yet")
 
