@@ -145,7 +145,7 @@ def build(tool: str, op: str, path: str, meta: dict):
             # the case's moment 0 is the plain channel sum; spectral-cube's moment0() is
             # Σ I·Δv (times the channel width), another quantity
             return cube.sum(axis=0)
-        return cube.moment1()
+        return cube.moment1().to_value("km/s")  # spectral-cube works in SI (m/s)
 
     return run_sc
 
