@@ -34,6 +34,7 @@ import math
 import warnings
 
 import numpy as np
+import pytest
 
 from dfits.kernels import oracle
 from dfits.kernels.moments import MOMENTS_BLOCK
@@ -151,3 +152,15 @@ def assert_within(got, want, tol, what: str = "values") -> None:
             f"{bad.sum()} of {bad.size} {what} outside the bound; worst at {at}: got "
             f"{got[at]!r}, want {want[at]!r}, |diff| {diff[at]:.3g} > bound {tol[at]:.3g}"
         )
+
+
+def sampled(values, default, ids=str) -> list:
+    """``values`` as pytest params, those outside ``default`` marked slow.
+
+    Every kernel variant (encoding × layout × reduced axes) compiles on first use, seconds
+    each on a cold cache, so the default run covers each kernel shape once (rows, columns,
+    all axes, non-adjacent axes; contiguous and strided) and ``-m slow`` the full product.
+    """
+    return [
+        pytest.param(v, id=ids(v), marks=() if v in default else pytest.mark.slow) for v in values
+    ]

@@ -44,6 +44,19 @@ def make_stored(spec, shape, rng, missing=True):
     return raw
 
 
+#: one encoding per stored width and mode (BLANK, scaled, offset bit-flip, NaN), for kernels
+#: whose loaders the other tests already run on every encoding (``sampled_encodings``)
+SAMPLE = ["u8-blank", "i16-scaled-blank", "u32-offset", "i64-blank-min", "f32-scaled", "f64"]
+
+
+def sampled_encodings() -> list:
+    """``ENCODINGS`` for ``parametrize("spec", ..., indirect=True)``, outside SAMPLE slow."""
+    return [
+        pytest.param(e, id=e[0], marks=() if e[0] in SAMPLE else pytest.mark.slow)
+        for e in ENCODINGS
+    ]
+
+
 @pytest.fixture(params=ENCODINGS, ids=[e[0] for e in ENCODINGS])
 def spec(request):
     _, bitpix, bscale, bzero, blank = request.param

@@ -11,6 +11,7 @@ Kernels compile per encoding, byte order and layout (a column kernel takes secon
 encoding runs every entry point's row kernel (``axis=-1``) and the encodings in
 :data:`COLUMN_CASES` (one per stored width, each a mode that compares or flips raw bits) its
 column kernel too, on the NaN/BLANK-skipping path: the loaders they share are the same.
+The default run takes a sample of those (:data:`DEFAULT`); ``-m slow`` runs the rest.
 """
 
 from __future__ import annotations
@@ -152,12 +153,31 @@ ENTRY_POINTS = {
 #: (encoding, axis): every encoding's row kernels, and the column kernels of a few
 LAYOUTS = [(c, -1) for c in CASES] + [(c, 0) for c in CASES if c[0] in COLUMN_CASES]
 
+#: the default run's sample (each native-order kernel compiles for seconds on a cold cache):
+#: the row kernels of one encoding per stored width and mode, the column kernels of two
+DEFAULT = {
+    ("u8-blank-255", -1),
+    ("i16-scaled-blank", -1),
+    ("u16-offset", -1),
+    ("u32-offset", -1),
+    ("i64-blank-min", -1),
+    ("f32-scaled", -1),
+    ("f64", -1),
+    ("i16-scaled-blank", 0),
+    ("f32", 0),
+}
+
+
+def _layout(case):
+    encoding, axis = case
+    name = f"{encoding[0]}-{'rows' if axis else 'cols'}"
+    slow = () if (encoding[0], axis) in DEFAULT else pytest.mark.slow
+    return pytest.param(encoding, axis, id=name, marks=slow)
+
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
-@pytest.mark.parametrize(
-    ("encoding", "axis"), LAYOUTS, ids=[f"{c[0]}-{'rows' if a else 'cols'}" for c, a in LAYOUTS]
-)
+@pytest.mark.parametrize(("encoding", "axis"), [_layout(c) for c in LAYOUTS])
 def test_native_order_gives_the_same_results(encoding, axis, entry, rng):
     if entry.startswith("decode") and axis == 0:
         pytest.skip("decoding has no reduced axis")
