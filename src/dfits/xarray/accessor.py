@@ -26,8 +26,10 @@ from dfits.xarray.errors import RegionError, WCSError
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
 from dfits.xarray.headertext import card_text
-from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask
+from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees
 from dfits.xarray.results import product_unit, reduced
+from dfits.xarray.shapes import is_shape, is_skycoord, nearest_pixel, shape_mask, sky_lonlat
+from dfits.xarray.shapes import subcube as shape_subcube
 from dfits.xarray.views import ArrayHDU
 
 if TYPE_CHECKING:
@@ -217,15 +219,20 @@ class FitsDataArrayAccessor(SpectralMethods):
     ) -> xr.DataArray:
         """Sum (``how="sum"``) or mean (``"mean"``) over a sky aperture, per channel.
 
-        The aperture is a circle (``ra``, ``dec``, ``radius``) or a boolean (y, x) ``region``
-        mask; only the chunks intersecting its bounding box are read. NaNs are ignored.
+        The aperture is a circle (``ra``, ``dec``, ``radius``; or a ``SkyCoord`` as ``ra``
+        and ``radius=``), a ``regions`` shape (or list) or a boolean (y, x) mask as
+        ``region``; only the chunks intersecting its bounding box are read. NaNs are ignored.
         """
         import dask.array as da
 
         obj = self._obj
         if how not in ("sum", "mean"):
             raise ValueError(f"how must be 'sum' or 'mean', not {how!r}")
-        if region is not None:
+        if is_skycoord(ra) and dec is None:
+            ra, dec = sky_lonlat(ra, self._celestial())
+        if region is not None and is_shape(region):
+            mask = shape_mask(region, self._celestial(), obj.sizes["y"], obj.sizes["x"])
+        elif region is not None:
             mask = region_mask(region, obj.sizes["y"], obj.sizes["x"])
         elif ra is None or dec is None or radius is None:
             raise RegionError("spectrum needs ra=, dec= and radius=, or region=")
@@ -248,6 +255,23 @@ class FitsDataArrayAccessor(SpectralMethods):
         result = reduced(sub, out, ("y", "x"), "spectrum", units)
         result.attrs["npix"] = int(mask.sum())
         return result
+
+    def spectrum_at(self, coord: Any) -> xr.DataArray:
+        """The spectrum (lazy) of the pixel whose centre is nearest ``coord``: a ``SkyCoord``
+        in any celestial frame, or ``(ra, dec)`` in degrees or Quantities in the image's."""
+        obj = self._obj
+        w2 = self._celestial()
+        lon, lat = sky_lonlat(coord, w2) if is_skycoord(coord) else coord
+        lon, lat = to_degrees(lon), to_degrees(lat)
+        iy, ix = nearest_pixel(w2, lon, lat, obj.sizes["y"], obj.sizes["x"])
+        return obj.isel(y=iy, x=ix)
+
+    def subcube_from_region(self, region: Any) -> xr.DataArray:
+        """The bounding box of a ``regions`` shape (sky or pixel; a list is their union),
+        NaN outside it, lazily: spectral-cube's ``subcube_from_regions``
+        (:mod:`dfits.xarray.shapes`). The result keeps the header, so ``.fits`` works on it.
+        """
+        return shape_subcube(self._obj, region, self._celestial)
 
     # -- quick look (drawn by the figures dfits.jupyter registers) -------------------------
     def _as_hdu(self) -> ArrayHDU:
