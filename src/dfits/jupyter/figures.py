@@ -11,7 +11,10 @@ imported, nothing is shown, and Jupyter displays the returned figure.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -313,18 +316,12 @@ def _moment0_and_spectrum(
     return np.asarray(image, dtype=np.float64), spectrum
 
 
-class _quiet:
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
     """Silence numpy's all-NaN slice warnings (flagged channels are expected)."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
+        yield
 
 
 def plot_channel_maps(
@@ -334,9 +331,12 @@ def plot_channel_maps(
     ncols: int | None = None,
     full: bool = False,
     max_bytes: int = MAX_BYTES,
+    spectral: tuple[Any, str] | None = None,
 ) -> Any:
     """A grid of ``n`` channel maps: the cube's channels split into ``n`` equal groups,
     each panel the mean of its group, on one colour scale (read decimated unless ``full``).
+    ``spectral``: (one value per channel, ``"NAME [unit]"``) to title the panels with,
+    instead of the header's linear axis (the xarray accessor passes its coordinate).
 
     Returns
     -------
@@ -348,7 +348,7 @@ def plot_channel_maps(
     maps, chans = _channel_means(hdu, lead, steps, n, full)
     header = hdu.header
     fits_axis = len(hdu.shape) - len(lead)
-    values, label = _axis_values(header, fits_axis, hdu.shape[len(lead)])
+    values, label = spectral or _axis_values(header, fits_axis, hdu.shape[len(lead)])
     ncols = ncols or math.ceil(math.sqrt(len(maps)))
     nrows = math.ceil(len(maps) / ncols)
     fig = _figure((2.6 * ncols + 0.8, 2.6 * nrows + 0.4))

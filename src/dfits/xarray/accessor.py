@@ -300,9 +300,20 @@ class FitsDataArrayAccessor(SpectralMethods):
         """
         return figure("quicklook", self._as_hdu(), full, max_bytes)
 
-    def plot_channel_maps(self, n: int = 9, *, full: bool = False, **kw: Any) -> Any:
-        """A grid of ``n`` channel maps (means of equal channel groups), one colour scale."""
-        return figure("channel_maps", self._as_hdu(), n, full=full, **kw)
+    def plot_channel_maps(
+        self, n: int = 9, *, full: bool = False, unit: Any = None,
+        velocity_convention: str | None = None, rest_value: Any = None, **kw: Any,
+    ) -> Any:  # fmt: skip
+        """A grid of ``n`` channel maps (means of equal channel groups), one colour scale,
+        titled with the spectral coordinate: in ``unit`` (with ``velocity_convention`` and
+        ``rest_value`` as in :meth:`with_spectral_unit`) when given, else in its own unit."""
+        from dfits.xarray.views import spectral_labels
+
+        obj = self._obj
+        if unit is not None:
+            obj = obj.fits.with_spectral_unit(unit, velocity_convention, rest_value)
+        hdu = obj.fits._as_hdu()
+        return figure("channel_maps", hdu, n, full=full, spectral=spectral_labels(obj), **kw)
 
     def to_fits(self, path: Any, **kw: Any) -> Any:
         """Write this DataArray as a FITS file, header and WCS kept (:func:`dfits.to_fits`)."""

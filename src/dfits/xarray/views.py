@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrayHDU", "DaskSection"]
+__all__ = ["ArrayHDU", "DaskSection", "spectral_labels"]
 
 
 class ArrayHDU:
@@ -39,3 +39,24 @@ class DaskSection:
 
     def __getitem__(self, index: Any) -> np.ndarray:
         return np.asarray(self.data[index].compute())
+
+
+def spectral_labels(obj: Any) -> tuple[np.ndarray, str] | None:
+    """(value per channel, ``"NAME [unit]"``) of ``obj``'s spectral coordinate, for the
+    figures' titles; None when ``obj`` has no spectral dimension with a numeric coordinate."""
+    from dfits.xarray.errors import SpectralError
+    from dfits.xarray.spectral import spectral_dim
+
+    try:
+        dim = spectral_dim(obj)
+    except SpectralError:
+        return None
+    if dim not in obj.coords or obj[dim].dtype.kind not in "fiu":
+        return None
+    coord = obj[dim]
+    name = str(coord.attrs.get("ctype", dim)).split("-")[0] or str(dim)
+    unit = str(coord.attrs.get("units", ""))
+    values = np.asarray(coord.values, dtype=float)
+    if unit == "Hz":  # radio cubes: GHz titles read better than 1e11 Hz
+        values, unit = values / 1e9, "GHz"
+    return values, f"{name} [{unit}]" if unit else name
