@@ -273,6 +273,17 @@ class FitsDataArrayAccessor(SpectralMethods):
         """
         return shape_subcube(self._obj, region, self._celestial)
 
+    def reproject(
+        self, target: Any, shape_out: tuple[int, int] | None = None, *, order: str = "bilinear"
+    ) -> xr.DataArray:
+        """This 2-D (y, x) map (a moment map, a channel) on the grid of ``target`` (an astropy
+        Header, a WCS with ``shape_out``, or another dfits DataArray) through the
+        ``reproject`` package: lazy in blocks for interpolation, ``order="exact"`` for
+        flux-conserving (:mod:`dfits.xarray.reprojection`)."""
+        from dfits.xarray.reprojection import reproject_map
+
+        return reproject_map(self._obj, self._celestial(), target, shape_out, order)
+
     # -- quick look (drawn by the figures dfits.jupyter registers) -------------------------
     def _as_hdu(self) -> ArrayHDU:
         """An HDU-like view of this DataArray for the registered quick-look figures."""
