@@ -224,11 +224,18 @@ def _cmd_moment(args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:
-    from dfits.kernels import warm
+    from dfits.kernels import _cache, warm
 
-    report = warm(jobs=args.jobs)
+    if args.clear:
+        removed = _cache.clear()
+        print(f"removed {removed} compiled-kernel cache files from {_cache.cache_dir()}")
+        return 0
+    report = warm(jobs=args.jobs, full=args.all)
     where = report.cache_dir or "nowhere writable: kernels will compile in memory, per process"
-    print(f"compiled the kernels of {report.encodings} encodings in {report.seconds:.1f} s")
+    which = "every kernel" if report.full else "the common kernels (--all: every one)"
+    print(f"compiled {which} of {report.encodings} encodings in {report.seconds:.1f} s")
+    if report.pruned:
+        print(f"removed {report.pruned} cache files of older dfits versions")
     print(f"cache: {where}")
     return 0
 
@@ -283,6 +290,13 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("warm", help="compile the common kernels into the on-disk cache")
     p.add_argument("--jobs", type=int, help="worker processes (default: one per CPU)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--all",
+        action="store_true",
+        help="every encoding and kernel (default: float32/64, int16/32, everyday reductions)",
+    )
+    group.add_argument("--clear", action="store_true", help="remove dfits' compiled kernels")
     p.set_defaults(func=_cmd_warm)
 
     p = sub.add_parser("demo", help="the README's demo (1 GiB synthetic cube)")

@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - Windows
 from dfits.errors import DfitsWarning
 from dfits.kernels._compile import FASTMATH
 
-__all__ = ["Kernel", "cache_dir", "entry", "fingerprint"]
+__all__ = ["Kernel", "cache_dir", "clear", "entry", "fingerprint", "prune"]
 
 #: Set per template: the loop body the template calls (see the module docstring).
 body: Any = None
@@ -116,6 +116,52 @@ def cache_dir() -> str | None:
         return numba.njit(cache=True)(_call6).stats.cache_path
     except RuntimeError:
         return None
+
+
+#: A dfits cache file: Numba's index (``.nbi``) or data (``.N.nbc``) of a kernel compiled through
+#: a template of this module, or the lock beside them; group 1 is the fingerprint in its name.
+_ENTRY = re.compile(r"^_cache\..*-([0-9a-f]{12})-\d+\.py\d+(?:\.\d+)?\.nb[ic]$")
+_LOCK = re.compile(r"^.*-([0-9a-f]{12})\.lock$")
+
+
+def _entries() -> Iterator[tuple[str, str]]:
+    """``(path, fingerprint)`` of every dfits cache file in :func:`cache_dir`."""
+    where = cache_dir()
+    if where is None or not os.path.isdir(where):
+        return
+    for name in os.listdir(where):
+        match = _ENTRY.match(name) or _LOCK.match(name)
+        if match:
+            yield os.path.join(where, name), match.group(1)
+
+
+def _remove(paths: list[str]) -> int:
+    removed = 0
+    for path in paths:
+        with contextlib.suppress(OSError):  # gone already, or a read-only cache
+            os.remove(path)
+            removed += 1
+    return removed
+
+
+def prune() -> int:
+    """Remove the cache files that older dfits versions (or Numba versions) left; their count.
+
+    A kernel's cache files carry :func:`fingerprint` in their names, so files of another
+    fingerprint can never be loaded again by this install: they only take disk space (a few
+    MB per version). Entries of other Python versions (``.py312`` beside ``.py311``) are kept:
+    another interpreter may share the directory.
+    """
+    current = fingerprint()
+    return _remove([path for path, fp in _entries() if fp != current])
+
+
+def clear() -> int:
+    """Remove every dfits kernel from the on-disk cache (any version); the files' count.
+
+    Processes running now keep the kernels they loaded; later ones compile them again.
+    """
+    return _remove([path for path, _ in _entries()])
 
 
 def entry(body_: Any, *variant: Any) -> Kernel:

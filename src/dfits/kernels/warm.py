@@ -1,16 +1,23 @@
-"""Compile the common kernel set ahead of time, into Numba's on-disk cache (``dfits warm``).
+"""Compile kernels ahead of time, into Numba's on-disk cache (``dfits warm``).
 
 A fresh process then loads each kernel it needs (milliseconds) instead of compiling it
-(0.2-4 s each). The common set is every BITPIX × scaling (raw, scaled with and without BLANK,
-unsigned/int8 offset) as FITS stores it (big-endian), times the reductions that
-``dfits.open(...).data``, the ``.fits`` accessor and the command line run: decode, sums and
-counts (``nan``-skipping or not, float64 and the float32 of moment maps), integer sums,
-mean/variance moments, min/max (with and without their index) and the weighted sums of
-moment maps, each over trailing axes (the ``rows`` kernels) and over a leading one
-(``cols``). Tile-decoded (native-order) data and value bands compile on first use.
+(0.2-8 s each). Two sets:
 
-Encodings are warmed in parallel worker processes; they share the cache safely
-(:mod:`dfits.kernels._cache`).
+* **common** (the default, about a minute on two cores): the encodings most images use
+  (BITPIX 16 and 32 integers, float32 and float64, unscaled, big-endian as FITS stores them)
+  with exactly the kernels their everyday reductions run: decode (``.compute()``), sums and
+  counts (``sum``/``nansum``, float64 and, for float32 data, float32 results), mean/variance
+  moments (``mean``/``std`` and their ``nan`` forms, ``dfits stats``), min/max, integer sums,
+  and the weighted sums of the accessor's moment maps; each over trailing axes (the ``rows``
+  kernels: whole-array statistics, spectra) and over a leading one (``cols``: moment maps).
+* **all** (``dfits warm --all``, ``warm(full=True)``, ~5 minutes on two cores): every BITPIX ×
+  scaling (raw, scaled with and without BLANK, unsigned/int8 offset) × every kernel above,
+  plus min/max with their index along either form.
+
+Anything else (value bands, tile-decoded native-order data, tables) compiles on first use,
+into the cache. Work is spread over worker processes by (encoding, form); they share the cache
+safely (:mod:`dfits.kernels._cache`). Before compiling, entries that an older dfits (or Numba)
+left are removed (:func:`dfits.kernels._cache.prune`).
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ENCODINGS", "WarmReport", "warm", "warm_encoding"]
+__all__ = ["COMMON", "ENCODINGS", "WarmReport", "warm", "warm_encoding"]
 
-#: ``(BITPIX, BSCALE, BZERO, BLANK)`` of every stored encoding the common set covers
-ENCODINGS: tuple[tuple[int, float | None, float | None, int | None], ...] = (
+Encoding = tuple[int, float | None, float | None, int | None]
+
+#: ``(BITPIX, BSCALE, BZERO, BLANK)`` of every stored encoding the full set covers
+ENCODINGS: tuple[Encoding, ...] = (
     (8, None, None, None),
     (8, 2.0, 1.0, 0),
     (8, 1, -128, None),
@@ -45,64 +54,100 @@ ENCODINGS: tuple[tuple[int, float | None, float | None, int | None], ...] = (
     (-64, 2.0, 1.0, None),
 )
 
+#: The encodings of the default (common) set
+COMMON: tuple[Encoding, ...] = (
+    (-32, None, None, None),
+    (-64, None, None, None),
+    (16, None, None, None),
+    (32, None, None, None),
+)
+
+#: Where each form's kernels run: over a leading axis (cols), over all axes (rows)
+_FORMS = {"cols": 0, "rows": None}
+
 
 @dataclass(frozen=True)
 class WarmReport:
-    """What :func:`warm` did: encodings warmed, seconds taken, the cache directory used
-    (None when no location is writable: kernels then compile in memory, per process)."""
+    """What :func:`warm` did: encodings warmed, whether it was the full set, seconds taken,
+    the cache directory used (None when no location is writable: kernels then compile in
+    memory, per process) and the stale cache files removed first."""
 
     encodings: int
+    full: bool
     seconds: float
     cache_dir: str | None
+    pruned: int = 0
 
 
-def warm(jobs: int | None = None) -> WarmReport:
-    """Compile (or load, when already cached) the common kernel set.
+def warm(jobs: int | None = None, *, full: bool = False) -> WarmReport:
+    """Compile (or load, when already cached) the common kernel set, or every kernel.
 
     Parameters
     ----------
     jobs : int, optional
         Worker processes; default: the CPUs this process may use. ``1`` warms in this
         process.
+    full : bool
+        Every encoding and kernel (``dfits warm --all``) instead of the common set.
 
     Returns
     -------
     WarmReport
     """
-    from dfits.kernels._cache import cache_dir
+    from dfits.kernels._cache import cache_dir, prune
 
     start = time.perf_counter()
+    pruned = prune()
+    encodings = ENCODINGS if full else COMMON
+    tasks = [(enc, form, full) for enc in encodings for form in _FORMS]
     if jobs is None:
         has_affinity = hasattr(os, "sched_getaffinity")
         jobs = len(os.sched_getaffinity(0)) if has_affinity else os.cpu_count() or 1
-    jobs = max(1, min(jobs, len(ENCODINGS)))
+    jobs = max(1, min(jobs, len(tasks)))
     if jobs == 1:
-        for enc in ENCODINGS:
-            warm_encoding(enc)
+        for task in tasks:
+            _warm_task(task)
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            list(pool.map(warm_encoding, ENCODINGS))
-    return WarmReport(len(ENCODINGS), time.perf_counter() - start, cache_dir())
+            # the slow column kernels first, so that no worker is left with one at the end
+            list(pool.map(_warm_task, sorted(tasks, key=lambda t: t[1])))
+    seconds = time.perf_counter() - start
+    return WarmReport(len(encodings), full, seconds, cache_dir(), pruned)
 
 
-def warm_encoding(encoding: tuple[int, float | None, float | None, int | None]) -> None:
-    """Run every common kernel of one ``(BITPIX, BSCALE, BZERO, BLANK)`` on a tiny array."""
+def warm_encoding(encoding: Encoding, *, full: bool = False) -> None:
+    """Run the common (or, with ``full``, every) kernel of one ``(BITPIX, BSCALE, BZERO,
+    BLANK)`` on a tiny array, over both forms."""
+    for form in _FORMS:
+        _warm_task((encoding, form, full))
+
+
+def _warm_task(task: tuple[Encoding, str, bool]) -> None:
+    """The kernels of one encoding and form, as the array layer calls them."""
     from dfits import kernels
     from dfits.format.dtypes import parse_decode_spec
 
+    encoding, form, full = task
     spec = parse_decode_spec(*encoding)[0]
     u = np.zeros((2, 3, 4), f"u{abs(encoding[0]) // 8}")
-    kernels.decode(u, spec)
-    for axis in (None, 0, (1, 2)):  # rows (whole), cols (leading axis), rows (trailing)
-        for skipna in (False, True):
-            kernels.sum_count(u, spec, axis, skipna=skipna)
-            kernels.moments(u, spec, axis, skipna=skipna)
-        kernels.sum_count(u, spec, axis, skipna=True, dtype=np.float32, counts=False)
-        for want_max in (False, True):
-            kernels.extrema(u, spec, axis, want_max=want_max)
+    axis = _FORMS[form]
+    if form == "rows":
+        kernels.decode(u, spec)
+    for skipna in (False, True):
+        kernels.sum_count(u, spec, axis, skipna=skipna)
+        kernels.moments(u, spec, axis, skipna=skipna)
+        if full or spec.physical == np.float32:  # float32 data summed in float32
+            kernels.sum_count(u, spec, axis, skipna=skipna, dtype=np.float32, counts=False)
+    for want_max in (False, True):
+        # min/max: the value-only kernel over rows, the indexed one over columns (faster
+        # there, see dfits.array.passes); the full set has both for both forms
+        if full or form == "rows":
             kernels.extrema(u, spec, axis, want_max=want_max, with_index=False)
-        if kernels.is_integer_kind(spec):
-            kernels.integer_sum(u, spec, axis)
-    kernels.weighted_sums(u, spec, 0, np.ones(2))
+        if full or form == "cols":
+            kernels.extrema(u, spec, axis, want_max=want_max)
+    if kernels.is_integer_kind(spec):
+        kernels.integer_sum(u, spec, axis)
+    if form == "cols":
+        kernels.weighted_sums(u, spec, 0, np.ones(2))

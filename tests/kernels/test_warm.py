@@ -1,0 +1,104 @@
+"""``dfits warm`` (``dfits.kernels.warm``): the common set covers the everyday first calls, and
+the cache's housekeeping (stale entries of older versions, ``--clear``).
+
+Processes that compile get their own empty ``NUMBA_CACHE_DIR`` (as in ``test_cache.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from astropy.io import fits
+
+from dfits.cli import main
+from dfits.kernels import _cache
+from tests.kernels.test_cache import _env, _files
+
+#: The everyday first calls on a float32 cube: ``dfits stats``, the accessor's moment 0, the
+#: benchmark's ``data.sum(axis=0)``, the demo's first calls and ``.compute()``.
+FIRST_CALLS = r"""
+import sys
+import dask, dask.array as da, numpy as np, xarray as xr
+import dfits
+from dfits.cli import main
+path = sys.argv[1]
+assert main(["stats", "--quiet", path]) == 0
+d = xr.open_dataarray(path, engine="dfits")
+d.fits.moment(0, dim=d.dims[0]).compute()
+x = dfits.open(path)[0].data
+with dask.config.set(scheduler="threads"):
+    da.compute(x.sum(axis=0), da.nanargmax(x, axis=0), da.nansum(x, axis=0),
+               da.nanmean(x, axis=(1, 2)), da.nanmax(x), da.nanstd(x), x.compute())
+"""
+
+
+def _python(code: str, *args: str, cache: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], env=_env(cache), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.slow  # compiles float32's common kernels: ~60 s of CPU
+def test_common_set_covers_the_first_calls(tmp_path):
+    """After warming float32's common kernels, a fresh process running the everyday first
+    calls on a float32 cube loads every kernel: nothing is compiled or written."""
+    cache = tmp_path / "cache"
+    _python(
+        "from dfits.kernels.warm import warm_encoding; warm_encoding((-32, None, None, None))",
+        cache=cache,
+    )
+    warmed = _files(cache)
+    assert warmed
+    path = tmp_path / "cube.fits"
+    fits.PrimaryHDU(np.random.default_rng(0).random((6, 5, 4), np.float32)).writeto(path)
+    _python(FIRST_CALLS, str(path), cache=cache)
+    assert _files(cache) == warmed
+
+
+def _fake_cache(where: Path) -> dict[str, bool]:
+    """Cache file names of this version, an older one and another Python; True: current."""
+    fp = _cache.fingerprint()
+    names = {
+        f"_cache.sums._sum_rows.rows[16_raw_False_True-False]-{fp}-67.py311.nbi": True,
+        f"_cache.sums._sum_rows.rows[16_raw_False_True-False]-{fp}-67.py311.1.nbc": True,
+        f"sums._sum_rows.rows[16_raw_False_True-False]-{fp}.lock": True,
+        f"_cache.sums._sum_rows.rows[16_raw_False_True-False]-{fp}-67.py312.nbi": True,
+        "_cache.sums._sum_rows.rows[16_raw_False_True-False]-0123456789ab-67.py311.nbi": False,
+        "_cache.sums._sum_rows.rows[16_raw_False_True-False]-0123456789ab-67.py311.2.nbc": False,
+        "sums._sum_rows.rows[16_raw_False_True-False]-0123456789ab.lock": False,
+    }
+    for name in names:
+        (where / name).write_bytes(b"x")
+    (where / "checksum.cpython-311.pyc").write_bytes(b"not ours")  # __pycache__ neighbours
+    return names
+
+
+def test_prune_removes_only_older_versions(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
+    names = _fake_cache(tmp_path)
+    assert _cache.prune() == 3
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {n for n, current in names.items() if current} | {"checksum.cpython-311.pyc"}
+
+
+def test_warm_clear_removes_every_dfits_entry(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
+    _fake_cache(tmp_path)
+    assert main(["warm", "--clear"]) == 0
+    assert "removed 7 " in capsys.readouterr().out
+    assert {p.name for p in tmp_path.iterdir()} == {"checksum.cpython-311.pyc"}
+
+
+def test_housekeeping_without_a_cache_or_with_unremovable_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cache, "cache_dir", lambda: None)
+    assert _cache.prune() == 0
+    assert _cache.clear() == 0
+    # an entry that cannot be removed (here a directory of that name) is left, silently
+    monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
+    (tmp_path / "_cache.x-0123456789ab-1.py311.nbi").mkdir()
+    assert _cache.clear() == 0
