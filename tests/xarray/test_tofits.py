@@ -169,3 +169,18 @@ def test_quantise_needs_bitpix_and_floats(tmp_path):
     with pytest.raises(dfits.UnsupportedError, match="takes floats"):
         dfits.to_fits(np.ones(3, "i4"), tmp_path / "a.fits", bitpix=16)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_moment_map_is_written_with_its_own_unit_and_celestial_wcs(tmp_path):
+    from .conftest import spectral_cube_file
+
+    cube = xr.open_dataarray(spectral_cube_file(tmp_path, "freq-descending-4d"), engine="dfits")
+    velocity = cube.isel(stokes=0).fits.with_spectral_unit("km/s", velocity_convention="radio")
+    mom0 = velocity.fits.moment(0)
+    mom0.fits.to_fits(tmp_path / "mom0.fits")
+    header = fits.getheader(tmp_path / "mom0.fits")
+    assert header["BUNIT"] == mom0.attrs["units"] == "Jy km / (beam s)"  # not the cube's
+    assert header["BMAJ"] == 3.0e-3  # the rest of the header is kept
+    assert WCS(header).naxis == 2
+    assert WCS(header).has_celestial
+    np.testing.assert_allclose(fits.getdata(tmp_path / "mom0.fits"), mom0.values, rtol=1e-6)

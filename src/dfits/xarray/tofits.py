@@ -87,10 +87,12 @@ def _item(obj: Any, header: Any, extname: str | None) -> ImageItem:
         obj, cards = _from_dfits(obj)
     else:
         cards = user_cards(_linear_wcs(obj))
-    have = {c[0] for c in cards}
     for attr, key in _ATTR_CARDS.items():
         value = obj.attrs.get(attr)
-        if isinstance(value, str) and value and key not in have:
+        if isinstance(value, str) and value:
+            # the attribute says what obj is now (a moment map's BUNIT is Jy/beam km/s);
+            # the header's card said what the file held
+            cards = [c for c in cards if c[0] != key]
             cards.append((key, value, format_cards(key, value)))
     cards += user_cards(header)
     return ImageItem(obj.data, cards, extname)
