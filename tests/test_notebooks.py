@@ -29,6 +29,7 @@ def test_notebooks_exist():
         "01-quickstart",
         "02-cube-exploration",
         "03-distributed",
+        "04-spectral-cube",
     ]
 
 
