@@ -71,6 +71,11 @@ class TableAccess:
         """Column names, in order."""
         return self._table().names
 
+    def column_reader(self, name: str) -> ColumnReader:
+        """The :class:`~dfits.array.reader.Reader` of one column: ``read(region)`` gives the
+        values of a block of rows (numeric fields as stored chunks, ``np.asarray`` them)."""
+        return self._reader(name)
+
     def _reader(self, name: str) -> ColumnReader:
         table = self._table()
         column = table.find(name) if isinstance(name, str) else None

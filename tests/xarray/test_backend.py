@@ -118,10 +118,20 @@ def test_hdu_selection(mef, hdu, value):
     assert float(ds["sci"].mean()) == value
 
 
-@pytest.mark.parametrize("hdu", ["NOPE", 9, 0, "TAB"])
+@pytest.mark.parametrize("hdu", ["NOPE", 9, 0])
 def test_bad_hdu_lists_available(mef, hdu):
     with pytest.raises(dfits.HDUNotFoundError, match="SCI"):
         xr.open_dataset(mef, hdu=hdu)
+
+
+def test_table_hdu_opens_as_rows(mef):
+    # the default stays the first image; a table is opened when named
+    assert list(xr.open_dataset(mef).data_vars) == ["sci"]
+    with pytest.raises(dfits.HDUNotFoundError, match=r"1:SCI \(3, 4\).*3:TAB table"):
+        xr.open_dataset(mef, hdu=0)
+    ds = xr.open_dataset(mef, hdu="TAB")
+    assert ds["a"].dims == ("row",)
+    assert ds["a"].values.tolist() == [1]
 
 
 def test_bad_wcs_opens_with_pixel_dims(tmp_path):

@@ -40,6 +40,7 @@ from dfits.xarray.coords import (
 from dfits.xarray.errors import WCSError
 from dfits.xarray.files import open_file
 from dfits.xarray.headertext import readable_header
+from dfits.xarray.tables import table_dataset
 
 __all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
 
@@ -108,7 +109,8 @@ class CelestialArray(BackendArray):
 
 
 def _select(f: Any, hdu: Any) -> Any:
-    """The HDU asked for, or the first with image data; errors list what the file has."""
+    """The HDU asked for (an image or a table), or the first with image data; errors list
+    what the file has."""
     if hdu is None:
         for h in f:
             if h.is_image and h.shape and np.prod(h.shape) > 0:
@@ -117,6 +119,8 @@ def _select(f: Any, hdu: Any) -> Any:
             f"{where(f.filename)}: no HDU holds image data; available: {f._names()}"
         )
     h = f[hdu] if isinstance(hdu, int | str) else f[tuple(hdu)]
+    if h.is_table:
+        return h
     if not (h.is_image and h.shape):
         raise HDUNotFoundError(
             f"{where(f.filename, h.index, h.name)}: {h.kind} HDU without image data; "
@@ -127,6 +131,7 @@ def _select(f: Any, hdu: Any) -> Any:
 
 def _with_data(f: Any) -> str:
     names = [f"{h.index}:{h.name or '-'} {h.shape}" for h in f if h.is_image and h.shape]
+    names += [f"{h.index}:{h.name or '-'} table" for h in f if h.is_table]
     return ", ".join(names) or "none with image data"
 
 
@@ -181,7 +186,8 @@ def _attrs(h: Any, text: str) -> dict[str, Any]:
 def open_hdu_dataset(
     path: str, hdu: Any = None, storage_options: dict | None = None, decode_wcs: bool = True
 ) -> xr.Dataset:
-    """The Dataset of one image HDU: one data variable named after it, WCS coordinates."""
+    """The Dataset of one HDU: an image (one data variable named after it, WCS coordinates)
+    or a table (a ``row`` dimension, one variable per column)."""
     return _dataset(path, hdu, storage_options, decode_wcs, stacklevel=2)
 
 
@@ -191,6 +197,8 @@ def _dataset(
     """:func:`open_hdu_dataset`, its warnings ``stacklevel`` frames up (1: its caller)."""
     f = open_file(path, storage_options, stacklevel=stacklevel + 1)
     h = _select(f, hdu)
+    if h.is_table:
+        return table_dataset(path, h, storage_options, f.filename)
     text = _header_text(h)
     wcs = None
     if decode_wcs:
@@ -222,7 +230,8 @@ def _dataset(
 
 
 class DfitsBackendEntrypoint(BackendEntrypoint):
-    """Open FITS images with dfits: lazy data, WCS dimensions and coordinates.
+    """Open FITS images with dfits: lazy data, WCS dimensions and coordinates; or a table HDU
+    (``hdu=`` naming it) as a Dataset with a ``row`` dimension (:mod:`dfits.xarray.tables`).
 
     Keywords: ``hdu`` (index, EXTNAME or (EXTNAME, EXTVER); default the first HDU with
     image data), ``storage_options`` (fsspec, for URLs), ``decode_wcs`` (False: pixel-index
