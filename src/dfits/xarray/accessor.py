@@ -27,6 +27,7 @@ from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
 from dfits.xarray.headertext import card_text
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees
+from dfits.xarray.resolution import BeamMethods
 from dfits.xarray.results import product_unit, reduced
 from dfits.xarray.shapes import is_shape, is_skycoord, nearest_pixel, shape_mask, sky_lonlat
 from dfits.xarray.shapes import subcube as shape_subcube
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["FitsDataArrayAccessor", "FitsDatasetAccessor"]
 
 
-class FitsDataArrayAccessor(SpectralMethods):
+class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
     """``da.fits``: FITS header, WCS and cube science on a DataArray opened by dfits."""
 
     def __init__(self, obj: xr.DataArray) -> None:

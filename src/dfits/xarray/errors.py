@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dfits.errors import DfitsError, HeaderError
 
-__all__ = ["RegionError", "SpectralError", "WCSError"]
+__all__ = ["BeamError", "RegionError", "SpectralError", "WCSError"]
 
 
 class WCSError(HeaderError):
@@ -17,3 +17,7 @@ class RegionError(DfitsError, ValueError):
 
 class SpectralError(DfitsError, ValueError):
     """No usable spectral axis, a unit that is not spectral, or a conversion wcslib refuses."""
+
+
+class BeamError(SpectralError):
+    """No beam where one is needed, an unusable beam, or a beam table that does not fit."""

@@ -1,0 +1,108 @@
+"""The beam methods of the ``.fits`` accessor: beams, brightness units, convolution.
+
+The contract: :class:`BeamMethods` is mixed into the DataArray accessor; each method maps
+onto :mod:`dfits.xarray.beams` (reading BMAJ/BMIN/BPA or a CASA ``BEAMS`` table into
+``radio_beam`` objects, Jy/beam ↔ K per channel) or :mod:`dfits.xarray.smooth` (lazy,
+chunk-wise convolution with a halo). Results stay lazy, keep the header (with the new beam
+after :meth:`~BeamMethods.convolve_to`) and compare equal to spectral-cube 0.7's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import xarray as xr
+
+from dfits.xarray import beams as _beams
+from dfits.xarray import smooth as _smooth
+from dfits.xarray.errors import BeamError
+
+__all__ = ["BeamMethods"]
+
+
+class BeamMethods:
+    """Beam and brightness-unit methods of ``da.fits`` (mixed into the accessor)."""
+
+    _obj: xr.DataArray
+    _celestial: Callable[[], Any]  # the accessor's: the celestial WCS of the (y, x) plane
+
+    @property
+    def beam(self) -> Any:
+        """The cube's :class:`radio_beam.Beam` (BMAJ/BMIN/BPA), or None.
+
+        A multi-beam cube (CASA ``BEAMS`` table) has no single beam: this raises
+        :class:`~dfits.xarray.errors.BeamError`; use :attr:`beams` (or
+        ``beams.common_beam()``).
+        """
+        from radio_beam import Beams
+
+        found = _beams.cube_beams(self._obj)
+        if isinstance(found, Beams):
+            raise BeamError(
+                f"{_beams.spectral.describe(self._obj)} has one beam per channel "
+                f"({len(found)}): use .fits.beams"
+            )
+        return found
+
+    @property
+    def beams(self) -> Any:
+        """One beam per channel as :class:`radio_beam.Beams` (the header's beam repeated where
+        the cube has one), or None without a beam."""
+        import astropy.units as u
+        from radio_beam import Beams
+
+        found = _beams.cube_beams(self._obj)
+        if found is None or isinstance(found, Beams):
+            return found
+        n = self._obj.sizes[_beams.spectral.spectral_dim(self._obj)]
+        return Beams(
+            major=[found.major.to_value(u.deg)] * n * u.deg,
+            minor=[found.minor.to_value(u.deg)] * n * u.deg,
+            pa=[found.pa.to_value(u.deg)] * n * u.deg,
+        )
+
+    def to_unit(self, unit: Any) -> xr.DataArray:
+        """This cube in brightness ``unit``, lazily: Jy/beam ↔ K (Rayleigh–Jeans, per
+        channel's frequency and beam), Jy/beam ↔ Jy/sr, or any plain unit change.
+
+        Equal to spectral-cube's ``cube.to(unit)``; conversions are astropy's
+        (``brightness_temperature``, ``beam_angular_area``) through ``radio_beam``.
+
+        Examples
+        --------
+        >>> kelvin = cube.fits.to_unit("K")            # doctest: +SKIP
+        """
+        return _beams.to_unit(self._obj, unit)
+
+    def convolve_to(
+        self,
+        beam: Any,
+        *,
+        convolve: Callable[..., Any] | None = None,
+        allow_smaller: bool = False,
+    ) -> xr.DataArray:
+        """This cube convolved to ``beam`` (a :class:`radio_beam.Beam`), plane by plane.
+
+        Lazy, a ``map_overlap`` over the cube's chunks with a halo of the kernel's
+        half-size, so memory stays at chunk × threads. Each channel's kernel is ``beam``
+        deconvolved by the channel's beam; Jy/beam is rescaled by the beam-area ratio; NaN
+        pixels stay NaN. ``convolve``: :func:`astropy.convolution.convolve_fft` (default,
+        like spectral-cube) or ``convolve``. A beam smaller than a channel's raises
+        :class:`BeamError` unless ``allow_smaller`` (that channel is then left as it was).
+        The result's header carries the new beam.
+        """
+        return _smooth.convolve_to(self._obj, beam, self._celestial(), convolve, allow_smaller)
+
+    def spatial_smooth(
+        self,
+        kernel: Any,
+        *,
+        convolve: Callable[..., Any] | None = None,
+        raise_error_jybm: bool = True,
+    ) -> xr.DataArray:
+        """Every (y, x) plane convolved with an astropy kernel (e.g. ``Gaussian2DKernel(2)``),
+        lazily and chunk-wise; ``convolve`` defaults to :func:`astropy.convolution.convolve`
+        (spectral-cube's ``spatial_smooth``). Jy/beam cubes are refused unless
+        ``raise_error_jybm=False`` (the beam would be wrong): use :meth:`convolve_to`."""
+        return _smooth.spatial_smooth(self._obj, kernel, convolve, raise_error_jybm)
