@@ -1,0 +1,172 @@
+"""Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--out DIR]``.
+
+Cases ``K .. K+N-1`` of seed ``S`` (see :func:`tests.fuzz.mutate.mutated`) run in a worker
+process (:mod:`tests.fuzz.worker`); a case still running after ``--timeout`` seconds is a
+hang: the worker is killed and a fresh one takes the next case. Shards of one long campaign
+are disjoint ``--start`` ranges of the same seed, so they can run on several machines and
+their summaries add up.
+
+Every failing case leaves a reproducer in ``--out``: ``<seed>-<case>.fits`` (the mutated
+bytes) and ``<seed>-<case>.txt`` (seed file, mutations, what went wrong and the command that
+replays it). ``--replay FILE`` runs one file in this process and prints the outcome.
+The exit status is 1 if any case failed, else 0; a JSON summary goes to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.fuzz.check import FAILURES, check_file
+from tests.fuzz.mutate import mutated
+
+__all__ = ["Campaign", "main", "run_campaign"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: warm-up compiles the kernels once per worker: minutes on a loaded machine
+_START_TIMEOUT = 600.0
+
+
+class _Worker:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        paths = [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fuzz.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        if self.receive(_START_TIMEOUT) is None:
+            self.kill()
+            raise RuntimeError("the fuzz worker did not start")
+
+    def receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next message, or None if none came within ``timeout`` seconds or it died."""
+        if not self.sel.select(timeout):
+            return None
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        return json.loads(line) if line else None
+
+    def ask(self, seed: int, case: int, timeout: float) -> dict[str, Any]:
+        self.proc.stdin.write(json.dumps({"seed": seed, "case": case}) + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        phase = "dfits"
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.receive(max(0.0, deadline - time.monotonic()))
+            if message is None:
+                died = self.proc.poll() is not None
+                kind = "crash" if died else ("hang" if phase == "dfits" else "oracle_hang")
+                return {"case": case, "kind": kind, "detail": f"during the {phase} phase"}
+            if "phase" in message:
+                phase = message["phase"]
+                continue
+            return message
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Campaign:
+    """Counts and reproducers of one run of consecutive cases."""
+
+    def __init__(self, seed: int, out: Path) -> None:
+        self.seed, self.out = seed, out
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.failures: list[dict[str, Any]] = []
+
+    def record(self, answer: dict[str, Any]) -> None:
+        kind = answer["kind"]
+        self.counts[kind] += 1
+        if kind in (*FAILURES, "crash"):
+            self.failures.append(answer)
+            self._reproducer(answer)
+
+    def _reproducer(self, answer: dict[str, Any]) -> None:
+        case = answer["case"]
+        name, blob, ops = mutated(self.seed, case)
+        stem = self.out / f"{self.seed}-{case}"
+        self.out.mkdir(parents=True, exist_ok=True)
+        stem.with_suffix(".fits").write_bytes(blob)
+        text = (
+            f"seed {self.seed} case {case}: {answer['kind']}\nseed file: {name}\n"
+            f"mutations: {ops}\nreplay: ./run fuzz --replay {stem}.fits\n"
+            f"   or: ./run fuzz --seed {self.seed} --start {case} --cases 1\n\n{answer['detail']}\n"
+        )
+        stem.with_suffix(".txt").write_text(text)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.counts[k] for k in (*FAILURES, "crash"))
+
+
+def run_campaign(
+    seed: int, start: int, cases: int, out: Path, timeout: float = 5.0, log: Any = None
+) -> Campaign:
+    """Run cases ``start .. start + cases - 1`` of ``seed``; reproducers go to ``out``."""
+    campaign = Campaign(seed, out)
+    worker = _Worker()
+    began = time.monotonic()
+    try:
+        for case in range(start, start + cases):
+            answer = worker.ask(seed, case, timeout)
+            campaign.record(answer)
+            if answer["kind"] in ("hang", "oracle_hang", "crash"):
+                worker.kill()
+                worker = _Worker()
+            done = case - start + 1
+            if log is not None and (done % 500 == 0 or done == cases):
+                rate = done / (time.monotonic() - began)
+                print(f"{done}/{cases} cases, {rate:.0f}/s: {dict(campaign.counts)}", file=log)
+    finally:
+        worker.kill()
+    return campaign
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="./run fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--start", type=int, default=0, help="first case (for shards)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds before a hang")
+    parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
+    parser.add_argument("--replay", type=Path, help="run one file here and print the outcome")
+    args = parser.parse_args(argv)
+    if args.replay is not None:
+        outcome = check_file(str(args.replay))
+        print(f"{outcome.kind}\n{outcome.detail}\n" + "\n".join(outcome.errors))
+        return int(outcome.kind in FAILURES)
+    began = time.monotonic()
+    campaign = run_campaign(args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr)
+    summary = {
+        "seed": args.seed,
+        "start": args.start,
+        "cases": args.cases,
+        "seconds": round(time.monotonic() - began, 1),
+        "counts": dict(campaign.counts),
+        "failures": [(a["case"], a["kind"]) for a in campaign.failures],
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = f"summary-{args.seed}-{args.start}-{args.start + args.cases}.json"
+    (args.out / name).write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary["counts"]))
+    return int(campaign.failed > 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

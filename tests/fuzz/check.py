@@ -1,0 +1,188 @@
+"""One fuzz case: read a file with dfits the way users do, then compare with astropy.
+
+The allowed outcomes (issue 34): success, a :class:`dfits.DfitsError` (with any number of
+``DfitsWarning``\\ s), and values equal to astropy's wherever astropy reads the same bytes
+without error. :func:`check_file` returns an :class:`Outcome` naming which, and for anything
+else the traceback or the differing values.
+"""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import dfits
+
+__all__ = ["Outcome", "check_file", "read_with_dfits"]
+
+#: outcomes that fail a campaign
+FAILURES = ("escape", "mismatch", "hang", "memory", "warning")
+
+
+@dataclass
+class Outcome:
+    """What happened: ``ok``, ``dfits_error`` or one of :data:`FAILURES`, and why."""
+
+    kind: str = "ok"
+    detail: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Read:
+    """What dfits returned for one image HDU."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    index: tuple[slice, ...]
+    section: np.ndarray
+    total: Any = None
+    peak: Any = None
+
+
+def _walk_header(header: Any) -> None:
+    repr(header)
+    header._repr_html_()
+    for key in header:
+        header.get(key)
+    for i in range(header.ncards):
+        header.value_at(i)
+    header.to_astropy()
+
+
+def _read_hdu(hdu: Any) -> _Read | None:
+    """Everything a user touches on one HDU; the data part only for readable images."""
+    _walk_header(hdu.header)
+    repr(hdu)
+    hdu._repr_html_()
+    shape, dtype = hdu.shape, hdu.dtype
+    x = hdu.data  # raises a DfitsError for HDUs without image data
+    if x is None:
+        return None  # NAXIS = 0: no data, as astropy
+    index = tuple(slice(0, 3) for _ in shape)
+    section = np.asarray(hdu.section[index])
+    read = _Read(shape, dtype, index, section)
+    if x.size:
+        read.total = x.sum().compute(scheduler="sync")
+        read.peak = np.nanmax(x[index]).compute(scheduler="sync")
+    return read
+
+
+def read_with_dfits(path: str, outcome: Outcome) -> dict[int, _Read]:
+    """Open and walk ``path``; DfitsErrors are noted in ``outcome``, others propagate."""
+    reads: dict[int, _Read] = {}
+    try:
+        f = dfits.open(path)
+    except dfits.DfitsError as err:
+        outcome.errors.append(f"open: {type(err).__name__}: {err}")
+        return reads
+    with f:
+        repr(f)
+        f._repr_html_()
+        f.info(output=False)  # rows, nothing printed
+        for hdu in f:
+            try:
+                got = _read_hdu(hdu)
+            except dfits.DfitsError as err:
+                outcome.errors.append(f"HDU {hdu.index}: {type(err).__name__}: {err}")
+                continue
+            if got is not None:
+                reads[hdu.index] = got
+    return reads
+
+
+def _same(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return bool(np.array_equal(a, b))
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _close_sum(got: Any, data: np.ndarray) -> bool:
+    if data.dtype.kind in "iub":
+        return int(got) == int(data.sum(dtype=np.uint64 if data.dtype.kind == "u" else np.int64))
+    ref = data.astype(np.float64).sum()
+    got = float(got)
+    if np.isnan(ref) or np.isnan(got):
+        return bool(np.isnan(ref) and np.isnan(got)) or not np.isfinite(data).all()
+    scale = float(np.abs(data.astype(np.float64)).sum())
+    if not np.isfinite(scale):
+        return True  # both overflow somewhere, in different orders: nothing to compare
+    return abs(got - ref) <= 1e-5 * scale + 1e-300
+
+
+def compare(path: str, reads: dict[int, _Read]) -> str:
+    """Differences between dfits's reads and astropy's data ("" when none or no oracle)."""
+    from astropy.io import fits
+
+    problems = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            hdul = fits.open(path, memmap=False)
+        except Exception:
+            return ""  # astropy cannot read it: no oracle
+        with hdul:
+            for i, got in reads.items():
+                try:
+                    data = hdul[i].data
+                    data = None if data is None else np.asarray(data)
+                except Exception:
+                    continue
+                if data is None or data.shape != got.shape:
+                    continue  # astropy describes this HDU differently: not the same bytes read
+                problems += _differences(i, got, data)
+    return "\n".join(problems)
+
+
+def _differences(i: int, got: _Read, data: np.ndarray) -> list[str]:
+    out = []
+    if data.dtype.newbyteorder("=") != got.dtype:
+        out.append(f"HDU {i}: dtype {got.dtype} but astropy {data.dtype}")
+    want = data[got.index]
+    if not _same(got.section, want):
+        out.append(f"HDU {i}: section {got.index} {got.section!r} but astropy {want!r}")
+    if got.total is not None and not _close_sum(got.total, data):
+        out.append(f"HDU {i}: sum {got.total!r} but astropy {data.astype(float).sum()!r}")
+    if got.peak is not None and want.size and not np.isnan(want).all():
+        peak = np.nanmax(want)
+        if not _same(got.peak, peak):
+            out.append(f"HDU {i}: nanmax {got.peak!r} but astropy {peak!r}")
+    return out
+
+
+def check_file(path: str, before_oracle: Callable[[], None] | None = None) -> Outcome:
+    """Run one file through dfits and the astropy comparison; never raises.
+
+    ``before_oracle`` is called when dfits is done and astropy is about to read the file.
+    """
+    outcome = Outcome()
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            reads = read_with_dfits(path, outcome)
+    except MemoryError:
+        return Outcome("memory", traceback.format_exc(), outcome.errors)
+    except Exception:
+        return Outcome("escape", traceback.format_exc(), outcome.errors)
+    foreign = [w for w in seen if not issubclass(w.category, dfits.DfitsWarning)]
+    if foreign:
+        text = "\n".join(
+            f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in foreign
+        )
+        return Outcome("warning", text, outcome.errors)
+    if before_oracle is not None:
+        before_oracle()
+    mismatch = compare(path, reads) if reads else ""
+    if mismatch:
+        return Outcome("mismatch", mismatch, outcome.errors)
+    if outcome.errors:
+        outcome.kind = "dfits_error"
+    return outcome

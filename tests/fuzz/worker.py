@@ -1,0 +1,87 @@
+"""The fuzz worker process: reads case numbers on stdin, answers one JSON line per case.
+
+Run by :mod:`tests.fuzz.campaign`, which kills it when a case runs past its time limit (a
+hang) and starts another. Before answering, the worker reads every generated seed once, so that the
+kernels' compilation is not charged to the first cases. After that its address space is
+capped (:data:`HEADROOM` above what warm-up used) and a case whose peak resident memory
+grows by more than :data:`GROWTH` is a memory blow-up: every seed is under a megabyte, so
+only an allocation sized by what a header claims can reach either bound.
+
+Protocol: ``{"seed": S, "case": k}`` in; ``{"case": k, "phase": "astropy"}`` when dfits is done
+with it (so that a hang in the astropy comparison is told apart); then the outcome.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import resource
+import sys
+import tempfile
+
+from tests.fuzz.check import check_file
+from tests.fuzz.mutate import mutated
+from tests.fuzz.seeds import seeds
+
+HEADROOM = 3 << 30
+GROWTH = 256 << 20
+
+
+def _rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _say(message: dict) -> None:
+    print(json.dumps(message), flush=True)
+
+
+def warm_up(path: str) -> None:
+    for name, blob in seeds():
+        if name.startswith("corpus/"):
+            continue  # the generated seeds reach every kernel variant the corpus does
+        with open(path, "wb") as out:
+            out.write(blob)
+        check_file(path)
+
+
+def main() -> None:
+    scratch = tempfile.mkdtemp(prefix="dfits-fuzz-")
+    path = os.path.join(scratch, "case.fits")
+    warm_up(path)
+    if _vm_size():
+        limit = _vm_size() + HEADROOM
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _say({"ready": True})
+    for line in sys.stdin:
+        ask = json.loads(line)
+        seed, case = ask["seed"], ask["case"]
+        name, blob, ops = mutated(seed, case)
+        with open(path, "wb") as out:
+            out.write(blob)
+        before = _rss()
+        outcome = check_file(path, functools.partial(_say, {"case": case, "phase": "astropy"}))
+        grown = _rss() - before
+        if grown > GROWTH + len(blob) and outcome.kind in ("ok", "dfits_error"):
+            outcome.kind, outcome.detail = "memory", f"peak RSS grew by {grown} bytes"
+        answer = {
+            "case": case,
+            "seed_file": name,
+            "mutations": ops,
+            "kind": outcome.kind,
+            "detail": outcome.detail,
+            "errors": outcome.errors[:5],
+        }
+        _say(answer)
+
+
+if __name__ == "__main__":
+    main()
