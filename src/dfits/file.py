@@ -20,6 +20,7 @@ from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
 from dfits.array.tiles import TileSection, align_chunks, tile_reader
 from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedError, where
+from dfits.format.geometry import check_rank
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
@@ -121,6 +122,7 @@ class HDU(TableAccess):
 
     # -- data -----------------------------------------------------------------------------
     def _block(self, raw: bool) -> Any:
+        check_rank(self.shape, self._where())
         if self.kind == "compressed_image" and self.layout.tiles is None:
             raise HeaderError(self.layout.decode.error)
         if self.layout.tiles is not None:

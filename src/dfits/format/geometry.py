@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dfits.errors import UnsupportedError
 from dfits.format.cards import BLOCK_SIZE
 from dfits.format.dtypes import DecodeSpec
 from dfits.format.header import Header
 from dfits.format.tiles import TileLayout
 
-__all__ = ["FileLayout", "HDULayout"]
+__all__ = ["MAX_RANK", "FileLayout", "HDULayout", "check_rank"]
+
+#: numpy's limit on array dimensions (NPY_MAXDIMS); FITS allows NAXIS up to 999
+MAX_RANK = 64
 
 
 @dataclass(frozen=True)
@@ -91,3 +95,23 @@ class FileLayout:
     filename: str
     size: int | None
     hdus: tuple[HDULayout, ...]
+
+
+def check_rank(shape: tuple[int, ...], where: str) -> None:
+    """Refuse data of more axes than numpy arrays can have.
+
+    A header with NAXIS from 65 to 999 is legal FITS and stays readable, but no array can hold
+    its data (astropy cannot read it either), so asking for the data says why.
+
+    Examples
+    --------
+    >>> check_rank((1,) * 64, "x.fits, HDU 0")
+    >>> check_rank((1,) * 65, "x.fits, HDU 0")
+    Traceback (most recent call last):
+    ...
+    dfits.errors.UnsupportedError: x.fits, HDU 0: NAXIS = 65: numpy arrays have at most 64 axes
+    """
+    if len(shape) > MAX_RANK:
+        raise UnsupportedError(
+            f"{where}: NAXIS = {len(shape)}: numpy arrays have at most {MAX_RANK} axes"
+        )
