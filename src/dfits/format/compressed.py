@@ -15,6 +15,7 @@ from typing import Any
 
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.header import Header
+from dfits.format.scaling import scaling_values
 from dfits.format.tiles import TileLayout, parse_tiles
 from dfits.format.zheader import image_header
 
@@ -31,7 +32,7 @@ def describe_compressed(
     tiles = parse_tiles(header, where)
     image, messages = image_header(header)
     notes += [f"{where}: {m}" for m in messages]
-    scaling = (image.get("BSCALE"), image.get("BZERO"), image.get("BLANK"))
+    scaling = scaling_values(image, where, notes)
     # Quantised floats come out of the dequantiser as floats: only the image's own
     # scaling applies after it, as astropy does.
     spec, messages = parse_decode_spec(tiles.zbitpix, *scaling, where=where, byteorder="=")

@@ -30,6 +30,7 @@ from dfits.format.header import Header, index_cards
 from dfits.format.keywords import KeywordIndex
 from dfits.format.mandatory import MANDATORY, check_mandatory
 from dfits.format.runs import alike_run, fixed_mask
+from dfits.format.scaling import scaling_values
 from dfits.format.window import Buffer
 
 __all__ = ["Memo", "build_hdu", "extend_run"]
@@ -237,7 +238,7 @@ def _describe(header: Header, index: int, pos: int, filename: str, notes: list[s
     data_size = abs(bitpix) // 8 * gcount * (pcount + math.prod(axes)) if naxes else 0
     decode = None
     if naxes and kind in ("primary", "image"):
-        scaling = (get("BSCALE"), get("BZERO"), get("BLANK"))
+        scaling = scaling_values(header, w, notes)
         decode, messages = parse_decode_spec(bitpix, *scaling, where=w)
         notes += messages
     return kind, xtension, name, bitpix, tuple(reversed(naxes)), data_size, decode

@@ -18,8 +18,9 @@ astropy's rules, reproduced here:
 * otherwise integers scale to ``float32`` for BITPIX 8/16 and ``float64`` for 32/64, with BLANK
   → NaN; floating-point BITPIX keeps its own type and ignores BLANK.
 
-A BLANK written as a float literal (``-32768.0``, as HiPS tiles do) is ignored on unscaled data
-and applied on scaled data, with a warning either way — astropy's behaviour.
+A BLANK written as a float literal (``-32768.0``, as HiPS tiles do) is not an integer, so it is
+ignored with a warning, scaled or not: the FITS standard makes BLANK an integer, and astropy
+(8.0) ignores it likewise.
 
 One deliberate difference: astropy skips ``BLANK = 0`` (it tests ``if self._blank:``); dfits
 applies it like any other BLANK, as the FITS standard says.
@@ -225,7 +226,7 @@ def parse_decode_spec(
     scale, zero, error = _parse_scaling(bscale, bzero, prefix)
     blank_value = None
     if blank is not None:
-        blank_value = _parse_blank(blank, bitpix, scale == 1 and zero == 0, prefix, warnings)
+        blank_value = _parse_blank(blank, bitpix, prefix, warnings)
     if error is not None:
         native = BITPIX_TO_STORED[bitpix].newbyteorder("=")
         return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
@@ -250,24 +251,11 @@ def _parse_scaling(bscale: object, bzero: object, prefix: str):
     return scale, zero, error
 
 
-def _parse_blank(
-    blank: object, bitpix: int, unscaled: bool, prefix: str, warnings: list[str]
-) -> int | None:
+def _parse_blank(blank: object, bitpix: int, prefix: str, warnings: list[str]) -> int | None:
     """The BLANK integer that applies, or None (with a warning saying why not)."""
     blank_value: int | None = None
     if bitpix < 0:
         warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
-    elif isinstance(blank, float) and blank.is_integer():
-        # HiPS tiles write BLANK = -32768.0. astropy warns and ignores it on unscaled data
-        # but still applies it when BSCALE/BZERO scale the data; we do the same.
-        if unscaled:
-            warnings.append(f"{prefix}BLANK = {blank!r} is not an integer; ignored")
-        else:
-            warnings.append(
-                f"{prefix}BLANK = {blank!r} is not an integer; applied as "
-                f"{int(blank)} because the data are scaled (as astropy does)"
-            )
-            blank_value = int(blank)
     elif isinstance(blank, int) and not isinstance(blank, bool):
         blank_value = blank
     else:

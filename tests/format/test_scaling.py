@@ -1,0 +1,55 @@
+"""Repeated and odd scaling keywords (issue 34's fuzz escapes): values equal astropy's data."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from astropy.io import fits
+
+import dfits
+from dfits import DfitsWarning
+from tests.format import fitsgen as fg
+
+
+def _astropy(path) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fits.open(path) as hdul:
+            return np.asarray(hdul[0].data)
+
+
+def _dfits(path) -> tuple[np.ndarray, np.ndarray]:
+    with dfits.open(path) as f:
+        return f[0].data.compute(), f[0].section[:]
+
+
+@pytest.mark.parametrize("key", ["BSCALE", "BZERO", "BLANK"])
+def test_repeated_scaling_card_uses_the_last_as_astropy(tmp_path, key):
+    first, last = {"BSCALE": (2.0, 3.0), "BZERO": (1.0, 5.0), "BLANK": (1, 2)}[key]
+    base = {"BSCALE": ("BSCALE", 0.5), "BZERO": ("BZERO", 1.0), "BLANK": ("BLANK", 7)}
+    extra = [card for name, card in base.items() if name != key]
+    extra += [(key, first), ("COMMENT", "between"), (key, last)]
+    path = fg.write(tmp_path / "dup.fits", fg.image_file((3, 4), 16, extra=extra))
+    message = f"{key} appears 2 times ({first!r}, {last!r}); the last, {last!r}, applies"
+    with pytest.warns(DfitsWarning, match=re.escape(message)):
+        data, section = _dfits(path)
+    want = _astropy(path)
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)
+    assert data.dtype == want.dtype
+
+
+def test_float_literal_blank_is_ignored_on_scaled_data_as_astropy(tmp_path):
+    # HiPS tiles write BLANK = -32768.0: not an integer, so not a BLANK (standard, astropy 8)
+    values = np.array([[-32768, 0], [1, 2]])
+    extra = [("BSCALE", 2.0), ("BZERO", 1.0), "BLANK   =             -32768.0"]
+    blob = fg.image_file((2, 2), 16, extra=extra, values=values)
+    path = fg.write(tmp_path / "hips.fits", blob)
+    with pytest.warns(DfitsWarning, match=re.escape("BLANK = -32768.0 is not an integer; ignored")):
+        data, _ = _dfits(path)
+    want = _astropy(path)
+    np.testing.assert_array_equal(data, want)
+    assert not np.isnan(data).any()
