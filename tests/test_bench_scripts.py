@@ -343,3 +343,16 @@ def test_tools_option_runs_only_the_tools_named(tmp_path, capsys):
     assert "dask-native % of LIMIT" in out
     with pytest.raises(SystemExit):
         compare.main([*args, "--tools", "LIMIT,nope"])
+
+
+@pytest.mark.slow  # two fresh processes, Numba compilation included: 10-30 s
+def test_spectral_script_times_and_checks_both_tools(tmp_path):
+    pytest.importorskip("spectral_cube")
+    spectral = _script("spectral")
+    text = spectral.main(
+        ["--shape", "8,8,8", "--runs", "1", "--cases", "moment01",
+         "--tools", "dfits,spectral-cube", "--tmpdir", str(tmp_path)]
+    )  # fmt: skip
+    rows = [line for line in text.splitlines() if line.startswith("| moment01")]
+    assert [r.split("|")[2].strip() for r in rows] == ["dfits", "spectral-cube"]
+    assert all(r.rstrip(" |").endswith("True") for r in rows), text  # maps agree
