@@ -17,6 +17,7 @@ from dfits.errors import (
     DataError,
     DfitsError,
     DfitsWarning,
+    FileBusyError,
     FileChangedError,
     HDUNotFoundError,
     HeaderError,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from dfits.file import HDU, FitsFile, open
     from dfits.format.header import Header
     from dfits.io.verify import verify_checksum
-    from dfits.xarray.tofits import to_fits
+    from dfits.xarray.tofits import append, to_fits
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "DataError",
     "DfitsError",
     "DfitsWarning",
+    "FileBusyError",
     "FileChangedError",
     "FitsFile",
     "HDUNotFoundError",
@@ -56,6 +58,7 @@ __all__ = [
     "RemoteReadError",
     "TruncatedFileError",
     "UnsupportedError",
+    "append",
     "open",
     "to_fits",
     "verify_checksum",
@@ -66,6 +69,7 @@ _LAZY = {
     "FitsFile": "dfits.file",
     "HDU": "dfits.file",
     "Header": "dfits.format.header",
+    "append": "dfits.xarray.tofits",
     "to_fits": "dfits.xarray.tofits",
     "verify_checksum": "dfits.io.verify",
 }

@@ -93,3 +93,7 @@ class RemoteReadError(DfitsError, OSError):
 
 class OutputExistsError(DfitsError, FileExistsError):
     """A write would replace an existing file and ``overwrite`` was not asked for."""
+
+
+class FileBusyError(DfitsError, BlockingIOError):
+    """Another process holds the file (an append under way) for longer than allowed."""

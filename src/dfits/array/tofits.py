@@ -23,9 +23,10 @@ import numpy as np
 from dfits.errors import where
 from dfits.format.imagehdu import UserCard, image_header, parse_quantized, parse_storage
 from dfits.io import fitswriter
+from dfits.io.appender import Append
 from dfits.io.fitswriter import WritePlan
 
-__all__ = ["ImageItem", "write_images"]
+__all__ = ["ImageItem", "append_images", "write_images"]
 
 
 @dataclass
@@ -49,19 +50,24 @@ def _as_dask(data: Any, what: str) -> Any:
 
 
 def _headers(
-    items: Sequence[ImageItem], path: str, primary: bool, checksum: bool, first: int,
+    items: Sequence[ImageItem], path: str, primary: bool, checksum: bool, first: int | None,
     quantize: dict[str, Any] | None = None,
 ):  # fmt: skip
+    """Header blocks and arrays of the HDUs; ``first``: the index of the first item's HDU
+    after an empty primary made here when 0, or None when appending (index unknown)."""
     out, arrays = [], []
-    if not primary:
-        if first == 0:
-            empty = parse_storage("uint8", where(path, 0))
-            head = image_header((), empty, primary=True, extend=True, checksum=checksum)
-            out.append((head, (), empty, checksum))
-            arrays.append(None)
-        first = max(first, 1)
+    if not primary and first == 0:
+        empty = parse_storage("uint8", where(path, 0))
+        head = image_header((), empty, primary=True, extend=True, checksum=checksum)
+        out.append((head, (), empty, checksum))
+        arrays.append(None)
+        first = 1
     for i, item in enumerate(items):
-        what = where(path, first + i, item.extname)
+        if first is None:
+            name = f" ({item.extname!r})" if item.extname else ""
+            what = f"{where(path)}, appended HDU {i}{name}"
+        else:
+            what = where(path, first + i, item.extname)
         x = _as_dask(item.data, what)
         if quantize is None:
             storage = parse_storage(x.dtype, what)
@@ -80,7 +86,8 @@ def _write(p: WritePlan, hdu: int, values: Any, starts: tuple[int, ...], _ready:
     return fitswriter.write_block(p, hdu, values, starts)
 
 
-def _graph(p: WritePlan, arrays: list[Any], ready: Any) -> Any:
+def _block_sums(p: WritePlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
+    """One delayed block write per chunk (after ``ready``), grouped by HDU."""
     from dask import delayed
 
     sums: list[list[Any]] = []
@@ -95,7 +102,7 @@ def _graph(p: WritePlan, arrays: list[Any], ready: Any) -> Any:
             delayed(_write, pure=True)(p, i, block, tuple(starts), ready)
             for block, starts in zip(blocks, itertools.product(*offsets), strict=True)
         ])  # fmt: skip
-    return delayed(fitswriter.finalize, pure=True)(p, sums)
+    return sums
 
 
 def write_images(
@@ -119,7 +126,7 @@ def write_images(
     headers, arrays = _headers(items, target, primary, checksum, 0, quantize)
     p = fitswriter.plan(target, headers, overwrite=overwrite, fsync=fsync)
     ready = delayed(fitswriter.create, pure=False)(p)
-    graph = _graph(p, arrays, ready)
+    graph = delayed(fitswriter.finalize, pure=True)(p, _block_sums(p, arrays, ready))
     if not compute:
         return graph
     return run(graph, p)
@@ -132,3 +139,27 @@ def run(graph: Any, p: WritePlan) -> str:
     except BaseException:
         fitswriter.abort(p)
         raise
+
+
+def append_images(
+    items: Sequence[ImageItem],
+    path: str | os.PathLike[str],
+    *,
+    checksum: bool = True,
+    fsync: bool = True,
+    quantize: dict[str, Any] | None = None,
+    wait: float = 60.0,
+) -> str:
+    """Append image extensions to the FITS file ``path`` in place (see
+    :mod:`dfits.io.appender`): the data written by the chunk tasks of the current scheduler,
+    then the headers; on failure the file is cut back to its old size. Returns the path."""
+    import dask
+
+    target = os.fspath(path)
+    # checked before the file is touched: a dtype or card that cannot be written raises here
+    headers, arrays = _headers(items, target, False, checksum, None, quantize)
+    with Append(target, fsync=fsync, wait=wait) as session:
+        p = session.extend(headers)
+        (sums,) = dask.compute(_block_sums(p, arrays, True))
+        session.commit(p, sums)
+    return target

@@ -34,14 +34,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfits.errors import MissingFileError, OutputExistsError, where
+from dfits.errors import FileChangedError, MissingFileError, OutputExistsError, where
 from dfits.format.cards import BLOCK_SIZE
 from dfits.format.checksum import add, checksum_card, encode_checksum, place
 from dfits.format.imagehdu import Storage
+from dfits.io.rangelock import range_lock
 from dfits.kernels.checksum import encode_rows, word_sum
 from dfits.kernels.quantize import quantize_rows
 
-__all__ = ["BUFFER", "HDUSlot", "WritePlan", "abort", "create", "finalize", "plan", "write_block"]
+__all__ = [
+    "BUFFER", "HDUSlot", "WritePlan", "abort", "closed_header", "create", "finalize", "plan",
+    "pwrite_all", "temp_name", "write_block",
+]  # fmt: skip
 
 #: Bytes of encoded values a block task holds at once (one buffer per task, reused).
 BUFFER = 8 << 20
@@ -82,6 +86,8 @@ class WritePlan:
     overwrite: bool
     start: int = 0
     fsync: bool = True
+    #: ``temp`` is a link to the target, which gets the HDUs in place (:mod:`.appender`)
+    append: bool = False
 
     @property
     def size(self) -> int:
@@ -96,6 +102,7 @@ def plan(
     start: int = 0,
     temp: str | None = None,
     fsync: bool = True,
+    append: bool = False,
 ) -> WritePlan:
     """Lay out ``(header block, shape, storage, checksum)`` HDUs from byte ``start`` on.
 
@@ -103,21 +110,28 @@ def plan(
     :class:`OutputExistsError` when the target exists and ``overwrite`` is false.
     """
     path = os.path.abspath(os.fspath(target))
-    folder, base = os.path.split(path)
+    folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         raise MissingFileError(f"{where(path)}: cannot write: no directory {folder!r}")
     if temp is None:
         if os.path.exists(path) and not overwrite:
             raise OutputExistsError(f"{where(path)}: exists; pass overwrite=True to replace it")
-        _remove_stale(folder, base)
-        host = socket.gethostname().replace(".", "_")
-        temp = os.path.join(folder, f".{base}.{host}.{os.getpid()}.{uuid.uuid4().hex}{_SUFFIX}")
+        temp = temp_name(path)
     slots, offset = [], start
     for header, shape, storage, checksum in headers:
         slot = HDUSlot(offset, header, tuple(shape), storage, checksum)
         slots.append(slot)
         offset = slot.end
-    return WritePlan(path, temp, tuple(slots), overwrite, start, fsync)
+    return WritePlan(path, temp, tuple(slots), overwrite, start, fsync, append)
+
+
+def temp_name(path: str) -> str:
+    """A fresh temporary name beside ``path`` (host, pid, random), after removing those of
+    dead processes."""
+    folder, base = os.path.split(path)
+    _remove_stale(folder, base)
+    host = socket.gethostname().replace(".", "_")
+    return os.path.join(folder, f".{base}.{host}.{os.getpid()}.{uuid.uuid4().hex}{_SUFFIX}")
 
 
 def _remove_stale(folder: str, base: str) -> None:
@@ -136,7 +150,7 @@ def _remove_stale(folder: str, base: str) -> None:
             continue  # alive, owned by another user
 
 
-def _pwrite(fd: int, data: memoryview, offset: int) -> None:
+def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
     """``pwrite`` all of ``data`` (the kernel may write less than asked)."""
     while len(data):
         n = os.pwrite(fd, data, offset)
@@ -155,7 +169,7 @@ def create(p: WritePlan) -> bool:
                 raise
             os.ftruncate(fd, p.size)
         for slot in p.hdus:
-            _pwrite(fd, memoryview(slot.header), slot.header_offset)
+            pwrite_all(fd, memoryview(slot.header), slot.header_offset)
     finally:
         os.close(fd)
     return True
@@ -222,22 +236,43 @@ def write_block(p: WritePlan, hdu: int, values: np.ndarray, starts: tuple[int, .
     size = abs(slot.storage.bitpix) // 8  # stored bytes per value (quantised: not native's)
     buf = _buffer(size, min(v.size, max(1, BUFFER // size)))
     total = 0
-    fd = os.open(p.temp, os.O_WRONLY)
+    # a shared (read) range lock needs a readable descriptor
+    fd = os.open(p.temp, os.O_RDWR if p.append else os.O_WRONLY)
     try:
+        if p.append:
+            _still_appending(p, fd)
         for r0, r1, c0, c1 in _pieces(len(offsets), length, size):
             out = buf[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
             sums = _encode(slot.storage, rows[r0:r1, c0:c1], out)
             for i in range(r1 - r0):
                 at = (int(offsets[r0 + i]) + c0) * size
-                _pwrite(fd, memoryview(out[i]).cast("B"), slot.data_offset + at)
+                pwrite_all(fd, memoryview(out[i]).cast("B"), slot.data_offset + at)
                 total = add(total, place(int(sums[i]), at))
     finally:
         os.close(fd)
     return total
 
 
-def _summed_header(slot: HDUSlot, datasum: int) -> bytes:
-    """The header with DATASUM set and CHECKSUM bringing the HDU's sum to -0."""
+def _still_appending(p: WritePlan, fd: int) -> None:
+    """Hold the new bytes shared while writing, and refuse if the append was rolled back:
+    a block still in flight when another failed must not write after the cut."""
+    range_lock(fd, p.start, p.size - p.start, exclusive=False)
+    try:
+        live = os.stat(p.temp).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        live = False
+    if not live:
+        raise FileChangedError(f"{where(p.target)}: the append was rolled back; block not written")
+
+
+def closed_header(slot: HDUSlot, parts: Sequence[int]) -> bytes:
+    """The header to write once the data are: with DATASUM (the sum of the blocks' ``parts``)
+    and a CHECKSUM bringing the HDU's sum to -0, when the HDU is checksummed."""
+    if not slot.checksum:
+        return slot.header
+    datasum = 0
+    for part in parts:
+        datasum = add(datasum, part)
     header = bytearray(slot.header)
     found = {}
     for i in range(0, len(header), _CARD):
@@ -258,10 +293,7 @@ def finalize(p: WritePlan, sums: Sequence[Sequence[int]]) -> str:
     try:
         for slot, parts in zip(p.hdus, sums, strict=True):
             if slot.checksum:
-                datasum = 0
-                for part in parts:
-                    datasum = add(datasum, part)
-                _pwrite(fd, memoryview(_summed_header(slot, datasum)), slot.header_offset)
+                pwrite_all(fd, memoryview(closed_header(slot, parts)), slot.header_offset)
         if p.fsync:
             # data only: the size was fixed at create, names are the directory's business
             getattr(os, "fdatasync", os.fsync)(fd)

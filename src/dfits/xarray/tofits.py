@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from dfits.array.tofits import ImageItem, write_images
+from dfits.array.tofits import ImageItem, append_images, write_images
 from dfits.format.imagehdu import UserCard, user_cards
 from dfits.format.longcards import format_cards
 from dfits.format.mandatory import MANDATORY
 
-__all__ = ["items_of", "to_fits"]
+__all__ = ["append", "items_of", "to_fits"]
 
 # WCS cards of the original header: replaced by those of what the DataArray now is.
 _WCS = re.compile(
@@ -112,6 +112,16 @@ def items_of(obj: Any, header: Any = None) -> tuple[list[ImageItem], bool]:
     return [_item(obj, header, None)], True
 
 
+def _quantize(
+    bitpix: int | None, bscale: float, bzero: float, blank: int | None
+) -> dict[str, Any] | None:
+    if bitpix is not None:
+        return {"bitpix": bitpix, "bscale": bscale, "bzero": bzero, "blank": blank}
+    if (bscale, bzero, blank) != (1.0, 0.0, None):
+        raise ValueError("bscale, bzero and blank quantise floats: pass bitpix as well")
+    return None
+
+
 def to_fits(
     obj: Any,
     path: str | os.PathLike[str],
@@ -171,12 +181,65 @@ def to_fits(
     'x.fits'
     """
     items, primary = items_of(obj, header)
-    quantize = None
-    if bitpix is not None:
-        quantize = {"bitpix": bitpix, "bscale": bscale, "bzero": bzero, "blank": blank}
-    elif (bscale, bzero, blank) != (1.0, 0.0, None):
-        raise ValueError("bscale, bzero and blank quantise floats: pass bitpix as well")
+    quantize = _quantize(bitpix, bscale, bzero, blank)
     return write_images(
         items, path, primary=primary, overwrite=overwrite, checksum=checksum, compute=compute,
         fsync=fsync, quantize=quantize,
     )  # fmt: skip
+
+
+def append(
+    path: str | os.PathLike[str],
+    obj: Any,
+    *,
+    header: Any = None,
+    checksum: bool = True,
+    fsync: bool = True,
+    bitpix: int | None = None,
+    bscale: float = 1.0,
+    bzero: float = 0.0,
+    blank: int | None = None,
+    wait: float = 60.0,
+) -> str:
+    """Append arrays, DataArrays or Datasets to a FITS file as IMAGE extensions, in place.
+
+    The existing HDUs are neither read nor rewritten (only the first block is checked), so
+    an append costs the same whatever the file holds. The data are written first, in parallel
+    by the chunk tasks, then the headers; until then readers see the old HDUs followed by
+    zero padding. On failure the file is cut back to its old size; a process killed
+    mid-append leaves a journal beside the file, and the next append cuts its partial HDUs
+    off first. Appends to one file are serialised by a lock (``flock``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A FITS file (SIMPLE first, whole 2880-byte blocks). Absent: written by
+        :func:`to_fits` instead (a single array then becomes the primary HDU).
+    obj : dask or numpy array, xarray.DataArray, xarray.Dataset, or a list of them
+        One IMAGE extension per array or DataArray (EXTNAME = its name, upper case, when it
+        has one), per data variable of a Dataset, per list item.
+    header, checksum, fsync, bitpix, bscale, bzero, blank
+        As for :func:`to_fits`.
+    wait : float
+        Seconds to wait while another process appends to the file, before
+        :class:`~dfits.errors.FileBusyError`.
+
+    Returns
+    -------
+    str
+        The path.
+
+    Examples
+    --------
+    >>> import numpy as np, dfits
+    >>> dfits.append("x.fits", np.ones((2, 3), "f4"), header={"EXTNAME": "NEXT"})  # doctest: +SKIP
+    'x.fits'
+    """
+    quantize = _quantize(bitpix, bscale, bzero, blank)
+    if not os.path.exists(path):
+        return str(to_fits(obj, path, header=header, checksum=checksum, fsync=fsync,
+                           bitpix=bitpix, bscale=bscale, bzero=bzero, blank=blank))  # fmt: skip
+    items, _ = items_of(obj, header)
+    if isinstance(obj, xr.DataArray) and obj.name is not None and not items[0].extname:
+        items[0].extname = str(obj.name).upper()
+    return append_images(items, path, checksum=checksum, fsync=fsync, quantize=quantize, wait=wait)
