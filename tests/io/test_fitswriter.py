@@ -100,14 +100,21 @@ def test_retried_block_writes_the_same_bytes(tmp_path):
     assert path.read_bytes() == first
 
 
+# Chunk 3 waits for the temporary file (made by a task of its own, which it does not depend
+# on: under load it may run first), says so, and blocks on stdin until killed: no sleeps.
 _KILLED = """
-import sys, time, dask.array as da, dfits
-def slow(b, block_info=None):
+import glob, os, sys, time, dask.array as da, dfits
+def stuck(b, block_info=None):
     if block_info[0]["chunk-location"][0] == 3:
+        folder = os.path.dirname(os.path.abspath(sys.argv[1]))
+        deadline = time.monotonic() + 120
+        while not glob.glob(os.path.join(folder, ".*.dfits-part")):
+            assert time.monotonic() < deadline, "no temporary file"
+            time.sleep(0.01)
         print("started", flush=True)
-        time.sleep(60)
+        sys.stdin.read()
     return b
-x = da.ones((80, 10), chunks=(10, 10)).map_blocks(slow, dtype=float)
+x = da.ones((80, 10), chunks=(10, 10)).map_blocks(stuck, dtype=float)
 dfits.to_fits(x, sys.argv[1], overwrite=True)
 """
 
@@ -116,13 +123,15 @@ def test_killed_writer_leaves_the_old_file(old):
     env = {**os.environ, "PYTHONPATH": str(Path(dfits.__file__).parents[1])}
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_KILLED), str(old)],
-        stdout=subprocess.PIPE, env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
     )  # fmt: skip
     try:
         assert proc.stdout.readline().strip() == "started"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
+        proc.stdin.close()
+        proc.stdout.close()
     assert old.read_bytes() == OLD
     assert len(_leftovers(old.parent)) == 1  # a killed process cannot clean up...
     dfits.to_fits(np.zeros(3), old, overwrite=True)
