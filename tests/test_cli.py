@@ -41,6 +41,23 @@ def test_info_and_header(cube, capsys):
     assert "CTYPE3  = 'FREQ" in capsys.readouterr().out
 
 
+def test_info_lists_table_columns(tmp_path, capsys):
+    path = tmp_path / "t.fits"
+    cols = [
+        fits.Column("ENERGY", "E", unit="keV", array=np.ones(3, np.float32)),
+        fits.Column("CELL", "6I", dim="(3,2)", array=np.zeros((3, 2, 3), np.int16)),
+        fits.Column("VLA", "PJ()", array=[[1], [2, 3], []]),
+    ]
+    fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(cols, name="EV")]).writeto(path)
+    assert main(["info", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("HDU 1 EV: bintable columns")
+    assert lines[at + 1].split() == ["Name", "Format", "Unit", "Dtype", "Shape"]
+    assert lines[at + 2].split() == ["ENERGY", "E", "keV", "float32"]
+    assert lines[at + 3].split() == ["CELL", "6I", "int16", "(2,", "3)"]
+    assert lines[at + 4].split() == ["VLA", "PJ(2)", "object", "(arrays", "of", "int32)"]
+
+
 def test_stats_matches_numpy(cube, capsys):
     path, data = cube
     assert main(["stats", str(path), "--quiet"]) == 0

@@ -132,3 +132,28 @@ def test_dataframe_dtypes_and_parquet(tmp_path):
     dd.to_parquet(frame, tmp_path / "pq")
     back = dd.read_parquet(tmp_path / "pq").compute()
     np.testing.assert_array_equal(back["Jvalue"].to_numpy(), lazy["Jvalue"].to_numpy())
+
+
+@pytest.mark.parametrize(("path", "index"), TABLES)
+def test_column_rows_match_astropy_coldefs(path, index):
+    from dfits.table import column_rows, columns_text
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hdu = dfits.open(path)[index]
+        with astropy_fits.open(path) as ref:
+            coldefs = ref[index].columns
+            # no TTYPEn (bt12.fits): astropy's name is None, Table's and dfits' col<n>
+            theirs = [
+                (c.name or f"col{i + 1}", c.format, c.unit or "") for i, c in enumerate(coldefs)
+            ]
+    rows = column_rows(hdu.columns)
+    assert [(r[0], r[2]) for r in rows] == [(n, u) for n, _, u in theirs]
+    # TFORM as written: astropy normalises '1E' to 'E', 'PJ(3)' to 'PJ(3)'
+    assert [r[1].lstrip("1") for r in rows] == [f.lstrip("1") for _, f, _ in theirs]
+    assert [r[3] for r in rows if "object" not in r[3]] == [
+        str(c.dtype) for c in hdu.columns if c.code not in "PQ"
+    ]
+    text = columns_text(hdu.columns).splitlines()
+    assert len(text) == len(rows) + 1
+    assert all(line.split()[0] == r[0].split()[0] for line, r in zip(text[1:], rows, strict=True))

@@ -69,7 +69,25 @@ def _each_file(args: argparse.Namespace, show: Any) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     import dfits
 
-    return _each_file(args, lambda path: dfits.open(path).info())
+    def show(path: str) -> None:
+        f = dfits.open(path)
+        f.info()
+        for hdu in f:
+            if hdu.is_table:
+                _print_columns(hdu)
+
+    return _each_file(args, show)
+
+
+def _print_columns(hdu: Any) -> None:
+    """A table HDU's columns under the HDU list (unreadable columns: one line saying why)."""
+    from dfits.table import columns_text
+
+    print(f"\nHDU {hdu.index} {hdu.name or '-'}: {hdu.kind} columns")
+    try:
+        print(columns_text(hdu.columns))
+    except DfitsError as err:
+        print(f"    columns unreadable: {err}")
 
 
 def _cmd_header(args: argparse.Namespace) -> int:

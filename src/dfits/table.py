@@ -19,7 +19,7 @@ from dfits.array.tables import column_chunks, to_arrow, to_dask_dataframe, to_pa
 from dfits.errors import HeaderError, UnsupportedError
 from dfits.format.columns import Column, TableLayout, parse_table
 
-__all__ = ["TABLE_KINDS", "TableAccess", "table_layout"]
+__all__ = ["TABLE_KINDS", "TableAccess", "column_rows", "columns_text", "table_layout"]
 
 TABLE_KINDS = ("bintable", "table")
 
@@ -41,6 +41,36 @@ def table_layout(layout: Any, where: str) -> TableLayout:
     nrows, row_bytes = layout.shape
     pcount = header.get("PCOUNT", 0)
     return parse_table(header, layout.kind == "table", row_bytes, nrows, pcount, where)
+
+
+def column_rows(columns: Sequence[Column]) -> list[tuple[str, str, str, str, str]]:
+    """``(name, TFORM, unit, dtype, cell shape)`` of each column, as text for a listing.
+
+    The dtype is the physical one (what :meth:`TableAccess.column` gives); variable-length
+    columns show ``object`` and their elements' dtype; the shape is the cell's, in numpy
+    order, empty for one element.
+    """
+    rows = []
+    for c in columns:
+        dtype = str(c.dtype)
+        if c.code in "PQ":
+            element = "str" if c.element_dtype.kind == "U" else str(c.element_dtype)
+            dtype = f"object (arrays of {element})" if element != "str" else "object (str)"
+        shape = str(c.shape) if c.shape and not (c.code == "A" and len(c.shape) == 1) else ""
+        rows.append((c.name, c.tform, c.unit or "", dtype, shape))
+    return rows
+
+
+def columns_text(columns: Sequence[Column], indent: str = "    ") -> str:
+    """The columns as an aligned text table (``dfits info`` prints it under a table HDU)."""
+    head = ("Name", "Format", "Unit", "Dtype", "Shape")
+    rows = [head, *column_rows(columns)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    lines = []
+    for r in rows:
+        cells = [f"{v:<{w}}" for v, w in zip(r, widths, strict=False)] + [r[-1]]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return "\n".join(lines)
 
 
 class TableAccess:

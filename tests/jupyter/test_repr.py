@@ -102,3 +102,25 @@ def test_hooks_when_installed(cube_path, no_data):
         pytest.skip("the _repr_html_ hooks are not installed yet")
     for o in hooked:
         assert 'class="dfits-repr"' in o._repr_html_()
+
+
+def test_table_hdu_lists_columns(no_data):
+    from dfits.array.columns import ColumnReader
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a repr read column data")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ColumnReader, "read", boom)
+        mp.setattr(ColumnReader, "rows_and_nulls", boom)
+        f = dfits.open("/work/shared/corpus/cfitsio/testprog.std")
+        html = hdu_html(f[4])
+        assert "10 columns" in html
+        assert "<td>Xvalue</td><td>16X</td><td>cm</td><td>bool</td><td>(8, 2, 1)</td>" in html
+        assert "<td>Ivalue</td><td>1I</td><td>km/s</td><td>int16</td>" in html
+        vla = hdu_html(f[5])
+        assert "<td>Jvalue</td><td>1PJ(20)</td><td></td><td>object (arrays of int32)</td>" in vla
+        # a table dfits refuses says why instead of listing columns
+        compressed = dfits.open("/work/shared/corpus/nom-tam-fits/bt12.fits.fz")[1]
+        assert "unreadable: " in hdu_html(compressed)
+        assert "ZTABLE" in hdu_html(compressed)

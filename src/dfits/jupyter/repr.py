@@ -242,6 +242,20 @@ def header_html(header: Any, open: bool = True) -> str:
     )
 
 
+def _columns_html(hdu: Any) -> str:
+    """A table HDU's columns: name, TFORM, unit, dtype and cell shape (or why unreadable)."""
+    from dfits.errors import DfitsError
+    from dfits.table import column_rows
+
+    try:
+        rows = column_rows(hdu.columns)
+    except DfitsError as err:
+        return f"unreadable: {escape(str(err))}"
+    head = _row(["Name", "Format", "Unit", "Dtype", "Shape"], th=True)
+    body = "".join(_row([escape(v) for v in r]) for r in rows)
+    return f"{len(rows):,} columns<table>{head}{body}</table>"
+
+
 def hdu_html(hdu: Any) -> str:
     """Shape, dtype, chunks, byte layout, a WCS summary and a collapsible header."""
     layout = hdu.layout
@@ -270,6 +284,8 @@ def hdu_html(hdu: Any) -> str:
         phys = math.prod(hdu.shape) * hdu.dtype.itemsize
         rows.append(("Array", f"{_bytes(phys)} as {escape(str(hdu.dtype))}"))
         rows.append(("Chunks", escape(chunk_summary(hdu, _file_chunks(hdu)))))
+    if hdu.is_table:
+        rows.append(("Columns", _columns_html(hdu)))
     header_bytes = layout.data_offset - layout.header_offset
     rows.append(
         (
