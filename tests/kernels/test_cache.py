@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -22,6 +23,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 SCRIPT = r"""
 import json, sys, time, warnings
 import numpy as np
+import pytest
 start = float(sys.argv[1]); order = sys.argv[2]
 while time.time() < start:  # every process starts compiling at the same moment
     time.sleep(0.001)
@@ -213,3 +215,75 @@ def test_threads_calling_a_new_kernel_at_once_all_get_its_result(tmp_path, monke
         t.join()
     assert errors == []
     assert results == [25.0] * 8
+
+
+#: One call of every kernel outside the reduction modules (checksums, the scaled-integer
+#: writer, tile codecs and dequantisation, ASCII table parsing), results printed as JSON.
+OTHERS = r"""
+import json, sys
+import numpy as np
+import pytest
+from dfits.kernels.checksum import encode_rows, word_sum
+from dfits.kernels.plio import plio_decode
+from dfits.kernels.asciiparse import parse_ints
+out = {"word_sum": word_sum(np.arange(4000, dtype=np.uint8))}
+enc = np.empty((2, 3), np.uint16)
+out["encode"] = encode_rows(np.arange(6, dtype=np.int16).reshape(2, 3), enc, 0).tolist()
+out["plio"] = plio_decode(np.array([0, 0, 6, 0x1005, 0, 0x4003], np.int16), 5).tolist()
+status = np.empty(2, np.uint8); ints = np.empty(2, np.int64)
+parse_ints(np.frombuffer(b"  12 -7 ", np.uint8), 0, 4, 2, 4, np.zeros(0, np.uint8), False,
+           ints, status)
+out["ints"] = ints.tolist()
+if sys.argv[1] == "all":
+    from dfits.kernels.dequantize import dequantize
+    from dfits.kernels.quantize import quantize_rows
+    from dfits.kernels.rice import rice_decode
+    from dfits.kernels.tilegroup import place_group, rice_group
+    q = np.empty((1, 4), np.uint16)
+    out["quantize"] = quantize_rows(np.ones((1, 4)), q, 0.5, 0.0, -32768, -32767, 32767).tolist()
+    f = np.empty((2, 2), np.float32)
+    dequantize(np.arange(4, dtype=np.int32), f, 0.5, 1.0, 1, 0, 1, None)
+    out["dequantize"] = f.tolist()
+    stream = np.array([0, 5, 0x00], np.uint8)  # first pixel 5, then a block of zero diffs
+    out["rice"] = rice_decode(stream, 4, 32, 2).tolist()
+    packed, bad, _ = rice_group(stream, np.array([0]), np.array([3]), np.array([4]), 32, 2)
+    tile = np.empty((2, 2), np.int16)
+    place_group(packed, tile, np.array([[2, 2]]), np.array([[0, 0]]))
+    out["group"] = tile.tolist()
+print(json.dumps(out))
+"""
+
+
+def _others(cache: Path, which: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", OTHERS, which], env=_env(cache), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _check_others(res: dict) -> None:
+    from dfits.kernels.checksum import word_sum_oracle
+
+    assert res["word_sum"] == word_sum_oracle(np.arange(4000, dtype=np.uint8))
+    assert res["plio"] == [5, 5, 5, 0, 0]
+    assert res["ints"] == [12, -7]
+    if "rice" in res:
+        assert res["rice"] == [5, 5, 5, 5]
+        assert res["group"] == [[5, 5], [5, 5]]
+
+
+@pytest.mark.parametrize(
+    "which",
+    ["some", pytest.param("all", marks=pytest.mark.slow)],
+)
+def test_other_kernels_load_from_the_cache(tmp_path, which):
+    """Checksums, codecs, dequantisation and table parsing are cached kernels too: a second
+    process loads them (no file written) and gets the same results."""
+    first = _others(tmp_path, which)
+    _check_others(first)
+    made = _files(tmp_path)
+    assert any("plio" in name for name in made)
+    assert any("asciiparse" in name for name in made)
+    assert _others(tmp_path, which) == first
+    assert _files(tmp_path) == made

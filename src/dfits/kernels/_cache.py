@@ -5,7 +5,7 @@ kind and options), as an ``inline="always"`` function closing over the variant's
 Numba cannot cache such closures across processes: its cache key hashes the closure's cells,
 and a dispatcher pickles with a random per-process id, so each process would miss and add
 another entry. :func:`entry` therefore compiles the body through a *top-level* template
-(:func:`_call6` ... :func:`_call11`, no closure) that calls ``body`` as a global; Numba inlines
+(:func:`_call1` ... :func:`_call14`, no closure) that calls ``body`` as a global; Numba inlines
 the body at its IR level, so the compiled code is the one the body alone compiles to.
 
 What the cache key covers, and where:
@@ -64,6 +64,26 @@ _warned = False
 _fingerprint: str | None = None
 
 
+def _call1(a):
+    return body(a)
+
+
+def _call2(a, b):
+    return body(a, b)
+
+
+def _call3(a, b, c):
+    return body(a, b, c)
+
+
+def _call4(a, b, c, d):
+    return body(a, b, c, d)
+
+
+def _call5(a, b, c, d, e):
+    return body(a, b, c, d, e)
+
+
 def _call6(a, b, c, d, e, f):
     return body(a, b, c, d, e, f)
 
@@ -88,7 +108,23 @@ def _call11(a, b, c, d, e, f, g, h, i, j, k):
     return body(a, b, c, d, e, f, g, h, i, j, k)
 
 
-_TEMPLATES = {f.__code__.co_argcount: f for f in (_call6, _call7, _call8, _call9, _call10, _call11)}
+def _call12(a, b, c, d, e, f, g, h, i, j, k, q):
+    return body(a, b, c, d, e, f, g, h, i, j, k, q)
+
+
+def _call13(a, b, c, d, e, f, g, h, i, j, k, q, m):
+    return body(a, b, c, d, e, f, g, h, i, j, k, q, m)
+
+
+def _call14(a, b, c, d, e, f, g, h, i, j, k, q, m, n):
+    return body(a, b, c, d, e, f, g, h, i, j, k, q, m, n)
+
+
+_TEMPLATES = {
+    f.__code__.co_argcount: f
+    for f in (_call1, _call2, _call3, _call4, _call5, _call6, _call7, _call8, _call9, _call10,
+              _call11, _call12, _call13, _call14)
+}  # fmt: skip
 
 
 def fingerprint() -> str:
@@ -164,13 +200,14 @@ def clear() -> int:
     return _remove([path for path, _ in _entries()])
 
 
-def entry(body_: Any, *variant: Any) -> Kernel:
+def entry(body_: Any, *variant: Any, fastmath: bool = True) -> Kernel:
     """A cached kernel that runs ``body_`` (an ``inline="always"`` function) for one variant.
 
     ``variant`` must be every argument of the factory that built ``body_``: it names the cache
-    files, so two variants never share one.
+    files, so two variants never share one. ``fastmath=False`` compiles in strict IEEE
+    arithmetic (parsers whose one division must stay correctly rounded).
     """
-    return Kernel(body_, variant)
+    return Kernel(body_, variant, fastmath=fastmath)
 
 
 class Kernel:
@@ -182,8 +219,12 @@ class Kernel:
     docstring), loading the others from the cache. Thread-safe.
     """
 
-    def __init__(self, body_: Any, variant: tuple) -> None:
+    def __init__(self, body_: Any, variant: tuple, *, fastmath: bool = True) -> None:
         self._body = body_
+        self._opts = {"nogil": True, "fastmath": set(FASTMATH) if fastmath else False}
+        self._opts["error_model"] = "numpy"
+        if not fastmath:  # the flags are not in the cache key: they must be in the name
+            variant = (*variant, "strict")
         self._template = _TEMPLATES[body_.py_func.__code__.co_argcount]
         name = f"{body_.py_func.__module__.rsplit('.', 1)[-1]}.{body_.py_func.__qualname__}"
         name = name.replace(".<locals>.", ".")
@@ -217,8 +258,7 @@ class Kernel:
         if "\t.text" not in asm:
             # loaded from the cache: Numba keeps no assembly for that, so compile one copy
             fn = types.FunctionType(self._template.__code__, {"body": self._body}, self._name)
-            opts = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
-            asm = numba.njit([signature], **opts)(fn).inspect_asm(signature)
+            asm = numba.njit([signature], **self._opts)(fn).inspect_asm(signature)
         return asm
 
     def _unready(self, *args: Any) -> Any:
@@ -240,7 +280,7 @@ class Kernel:
             self._template.__code__, {"body": self._body, "__name__": __name__}, qualname
         )
         fn.__qualname__ = qualname
-        opts = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
+        opts = self._opts
         try:
             probe = numba.njit(cache=True, **opts)(fn)  # no signature: compiles nothing
         except RuntimeError:

@@ -17,14 +17,17 @@ significand below 2**53 times or divided by an exact power of ten up to 10**22, 
 correctly rounded IEEE operation; everything else goes to ``float()``. Fortran's ``D``
 exponent letter is read like ``E``. No Python string is made on this path.
 
-Kernels are top-level ``@njit(cache=True)`` functions (no factories), so Numba's on-disk cache
-can keep them between processes.
+The parsers are top-level bodies (no factories) compiled through
+:func:`dfits.kernels._cache.entry` into Numba's on-disk cache, without fast-math (the one
+multiplication or division of the fast path must stay correctly rounded).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 
 __all__ = ["BAD", "NULL", "OK", "SLOW", "parse_floats", "parse_ints"]
 
@@ -34,7 +37,7 @@ _POW10 = np.array([10.0**k for k in range(23)])
 _LIMIT = 2**53
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _trim(buf, p, width):
     """First and past-last non-blank byte of the field at ``p``."""
     a = p
@@ -46,7 +49,7 @@ def _trim(buf, p, width):
     return a, b
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _is_null(buf, a, b, null, has_null):
     if a == b:
         return True
@@ -58,7 +61,7 @@ def _is_null(buf, a, b, null, has_null):
     return True
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _digits(buf, a, b):
     """Significand digits from ``a``: (value, digits kept, digits dropped nonzero, exponent
     shift from a decimal point, position after the digits, any digit seen)."""
@@ -90,7 +93,7 @@ def _digits(buf, a, b):
     return w, kept, lost, shift, a, seen
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _exponent(buf, a, b):
     """The exponent after ``E``/``D`` at ``a``: (value, ok)."""
     if a == b:
@@ -116,7 +119,7 @@ def _exponent(buf, a, b):
     return sign * e, True
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _parse_float(buf, a, b):
     """(value, status) of the trimmed field ``buf[a:b]``."""
     neg = False
@@ -139,8 +142,8 @@ def _parse_float(buf, a, b):
     return -v if neg else v, OK
 
 
-@njit(cache=True, nogil=True)
-def parse_floats(buf, start, stride, n, width, null, has_null, out, status):
+@inline
+def _parse_floats(buf, start, stride, n, width, null, has_null, out, status):
     """Parse ``n`` float fields into ``out`` (float64), a status per row into ``status``."""
     for i in range(n):
         a, b = _trim(buf, start + i * stride, width)
@@ -151,7 +154,7 @@ def parse_floats(buf, start, stride, n, width, null, has_null, out, status):
         out[i], status[i] = _parse_float(buf, a, b)
 
 
-@njit(cache=True, nogil=True)
+@inline
 def _parse_int(buf, a, b):
     neg = False
     if buf[a] == 43 or buf[a] == 45:
@@ -176,8 +179,8 @@ def _parse_int(buf, a, b):
     return v, OK
 
 
-@njit(cache=True, nogil=True)
-def parse_ints(buf, start, stride, n, width, null, has_null, out, status):
+@inline
+def _parse_ints(buf, start, stride, n, width, null, has_null, out, status):
     """Parse ``n`` integer fields into ``out`` (int64), a status per row into ``status``."""
     for i in range(n):
         a, b = _trim(buf, start + i * stride, width)
@@ -186,3 +189,7 @@ def parse_ints(buf, start, stride, n, width, null, has_null, out, status):
             status[i] = NULL
             continue
         out[i], status[i] = _parse_int(buf, a, b)
+
+
+parse_floats = entry(_parse_floats, fastmath=False)
+parse_ints = entry(_parse_ints, fastmath=False)

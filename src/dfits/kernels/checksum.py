@@ -20,7 +20,8 @@ import functools
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 from dfits.kernels._swap import swap_bits
 
 __all__ = [
@@ -42,7 +43,7 @@ UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 @functools.cache
 def _word_sum_kernel():
-    @jit
+    @inline
     def kernel(words):
         total = np.uint64(0)
         n = words.size
@@ -56,7 +57,7 @@ def _word_sum_kernel():
             total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
         return total
 
-    return kernel
+    return entry(kernel)
 
 
 def word_sum(buf: np.ndarray) -> int:
@@ -92,7 +93,7 @@ def _encode_kernel(itemsize: int):
     utype = UINT[itemsize]
     share, fold = sum_helpers()
 
-    @jit
+    @inline
     def kernel(src, out, flip, sums):
         nrow, n = src.shape
         for r in range(nrow):
@@ -106,15 +107,16 @@ def _encode_kernel(itemsize: int):
                 total = fold(total + acc)
             sums[r] = fold(total)
 
-    return kernel
+    return entry(kernel, itemsize)
 
 
 @functools.cache
 def sum_helpers():
     """``share(v, i, itemsize)``: value ``i``'s bits placed in its big-endian word, as a
-    64-bit addend; ``fold(total)``: carries folded back into 32 bits. Shared by the encoders."""
+    64-bit addend; ``fold(total)``: carries folded back into 32 bits. Shared by the encoders,
+    inlined into them (so each cached kernel holds all its code)."""
 
-    @jit
+    @inline
     def share(v, i, itemsize):
         w = np.uint64(v)
         if itemsize == 8:
@@ -125,7 +127,7 @@ def sum_helpers():
             return w << np.uint64(16 * (1 - (i & 1)))
         return w << np.uint64(8 * (3 - (i & 3)))
 
-    @jit
+    @inline
     def fold(total):
         total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
         while total > np.uint64(_MASK):

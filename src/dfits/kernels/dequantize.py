@@ -15,7 +15,8 @@ import functools
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 
 __all__ = ["ZERO_VALUE", "dequantize", "random_table"]
 
@@ -40,8 +41,8 @@ def random_table() -> tuple[np.ndarray, np.ndarray]:
     return values, starts
 
 
-@jit
-def _dequantize(q, out, scale, zero, method, iseed, blank, has_blank, values, starts):
+@inline
+def _dequantize_body(q, out, scale, zero, method, iseed, blank, has_blank, values, starts):
     nrow, ncol = out.shape
     nextrand = starts[iseed]
     k = 0
@@ -64,6 +65,9 @@ def _dequantize(q, out, scale, zero, method, iseed, blank, has_blank, values, st
                     if iseed == 10000:
                         iseed = 0
                     nextrand = starts[iseed]
+
+
+_dequantize = entry(_dequantize_body)
 
 
 def dequantize(

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 
 __all__ = ["plio_decode"]
 
 
-@jit
-def _pll2p(src, out):
+@inline
+def _pll2p_body(src, out):
     """Decode ``src`` (native int16 words) into ``out`` (int32); 0, or -1 on a bad list."""
     npix = out.shape[0]
     out[:] = 0
@@ -75,6 +76,9 @@ def _pll2p(src, out):
             out[x] = pv
             x += 1
     return 0
+
+
+_pll2p = entry(_pll2p_body)
 
 
 def plio_decode(words: np.ndarray, npix: int) -> np.ndarray | None:

@@ -15,7 +15,8 @@ import functools
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 from dfits.kernels._swap import swap_bits
 from dfits.kernels.checksum import FOLD, UINT, sum_helpers, word_sum_oracle
 
@@ -29,7 +30,7 @@ def _quantize_kernel(itemsize: int):
     utype, stype = UINT[itemsize], _STORED[itemsize]
     share, fold = sum_helpers()
 
-    @jit
+    @inline
     def kernel(src, out, bscale, bzero, blank, lo, hi, sums):
         nrow, n = src.shape
         # compare in float: hi of int64 is not a float, but every rounded y >= float(hi) maps
@@ -52,7 +53,7 @@ def _quantize_kernel(itemsize: int):
                 total = fold(total + acc)
             sums[r] = fold(total)
 
-    return kernel
+    return entry(kernel, itemsize)
 
 
 def quantize_rows(

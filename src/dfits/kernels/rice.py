@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 
 __all__ = ["rice_decode"]
 
@@ -29,7 +30,7 @@ _NBITS = np.array([int(v).bit_length() for v in range(256)], np.int64)
 _PARAMS = {1: (3, 6, 8), 2: (4, 14, 16), 4: (5, 25, 32)}
 
 
-@jit
+@inline
 def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix, nbits_of):
     """Decode ``src`` into ``out``; returns 0, -1 when the stream runs out, -2 when it leaves
     bytes unused."""
@@ -107,6 +108,10 @@ def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix, nbits_of):
     return 0
 
 
+#: :func:`_decode` alone (:mod:`dfits.kernels.tilegroup` inlines it into its group loop)
+_decode_kernel = entry(_decode)
+
+
 def rice_decode(data: np.ndarray, npix: int, blocksize: int, bytepix: int) -> np.ndarray | str:
     """The ``npix`` values of a RICE_1 stream (native ``u1``, ``i2`` or ``i4``), or the reason
     it does not decode."""
@@ -114,7 +119,7 @@ def rice_decode(data: np.ndarray, npix: int, blocksize: int, bytepix: int) -> np
     out = np.empty(npix, {1: np.uint8, 2: np.int16, 4: np.int32}[bytepix])
     if npix == 0:
         return out
-    status = _decode(
+    status = _decode_kernel(
         np.ascontiguousarray(data, np.uint8), out, blocksize, fsbits, fsmax, bbits, bytepix, _NBITS
     )
     if status == -1:

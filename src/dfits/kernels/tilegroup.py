@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfits.kernels._compile import jit
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
 from dfits.kernels.dequantize import random_table
 from dfits.kernels.rice import _NBITS, _PARAMS, _decode
 
 __all__ = ["place_group", "rice_group"]
 
 
-@jit
-def _rice_group(blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix, nb):
+@inline
+def _rice_group_body(
+    blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix, nb
+):
     pos = 0
     for t in range(starts.shape[0]):
         a = starts[t]
@@ -32,6 +35,9 @@ def _rice_group(blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bb
             return t, status
         pos += npix[t]
     return -1, 0
+
+
+_rice_group = entry(_rice_group_body)
 
 
 def rice_group(blob, starts, counts, npix, blocksize: int, bytepix: int):
@@ -48,8 +54,8 @@ def rice_group(blob, starts, counts, npix, blocksize: int, bytepix: int):
     return (packed, -1, 0) if bad < 0 else (None, bad, status)
 
 
-@jit
-def _place(
+@inline
+def _place_body(
     packed,
     out,
     shapes,
@@ -104,6 +110,9 @@ def _place(
                                 iseed = 0
                             nextrand = rstart[iseed]
             pos += length
+
+
+_place = entry(_place_body)
 
 
 def place_group(packed, out, shapes, firsts, quant=None) -> None:
