@@ -123,6 +123,9 @@ ALL_CASES = (*REDUCTIONS, "stamps", "headers")
 #: that ``hdu.to_dask(reduce_axis=0)`` plans (what ``da.fits.moment`` and ``dfits moment`` use)
 PLANNED = ("moment0", "nanmoment16", "stdmap", "maskedmoment0", "maskedmoment16", "peakmap")
 DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
+#: fresh-process case run by ``cold_start.py`` (import, open, first reduction; empty and warm
+#: kernel cache; ``dfits warm``), on its own 100 MB cube: no tool matrix, dfits only
+COLD_CASE, COLD_SIZE = "cold_start", 100_000_000
 FILE_OF = {
     "sum": "f8img",
     "mean": "f8img",
@@ -1161,6 +1164,20 @@ def markdown(results: dict, argv: list[str], started: str) -> str:
     return "\n".join(out)
 
 
+def cold_start_case(tmpdir: Path, runs: int) -> list[str]:
+    """Run ``cold_start.py``'s measurement (medians of ``runs`` fresh processes), print it and
+    return it as Markdown lines."""
+    from cold_start import measure as cold_measure
+
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    res = cold_measure(tmpdir, COLD_SIZE, runs, with_warm=True)
+    body = [[key, f"{value:.2f}"] for key, value in res.items()]
+    head = ["cold_start (fresh process; medians)", "s"]
+    print(f"\n== {COLD_CASE}: float32 cube of {COLD_SIZE / 1e6:.0f} MB, dfits stats small file ==")
+    print(text_table(head, body))
+    return ["", f"## {COLD_CASE}", "", md_table(head, body)]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
@@ -1186,9 +1203,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    bad = [c for c in cases if c not in ALL_CASES]
+    bad = [c for c in cases if c not in (*ALL_CASES, COLD_CASE)]
     if bad:
-        ap.error(f"unknown case(s) {bad}; choose from {ALL_CASES}")
+        ap.error(f"unknown case(s) {bad}; choose from {(*ALL_CASES, COLD_CASE)}")
+    cold = COLD_CASE in cases
+    cases = [c for c in cases if c != COLD_CASE]
     only = tuple(t.strip() for t in args.tools.split(",") if t.strip())
     if unknown := [t for t in only if t not in TOOLS]:
         ap.error(f"unknown tool(s) {unknown}; choose from {TOOLS}")
@@ -1198,15 +1217,18 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         c: measure(c, tmpdir, size, args.runs, args.timeout, args.cache, only) for c in cases
     }
+    cold_lines = cold_start_case(tmpdir / "cold", args.runs) if cold else []
     for case, res in results.items():
         title, _, unit = describe(case, res["meta"])
         print(f"\n== {case}: {title} ==")
         print(text_table([*HEAD[:4], unit, *HEAD[5:]], rows(case, res)))
         print("\n".join(f"  * {n}" for n in res["notes"]))
-    print("\n== ratios ==\n" + text_table(*ratios(results)))
+    if results:
+        print("\n== ratios ==\n" + text_table(*ratios(results)))
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(results, argv, started))
+        text = markdown(results, argv, started) if results else ""
+        args.markdown.write_text(text + "".join(f"{line}\n" for line in cold_lines))
         print(f"\nwrote {args.markdown}")
     return 0
 
