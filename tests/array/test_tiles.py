@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.errors import DataError, DfitsError, HeaderError, UnsupportedError
+from dfits.errors import DataError, DfitsError, HeaderError
 
 COMPRESSED = [
     "astropy/comp.fits",
@@ -21,6 +21,7 @@ COMPRESSED = [
     "astropy/compressed_with_nan.fits",
     "astropy/double_ext.fits",
     "astropy/m13_gzip.fits",
+    "astropy/m13_hcomp.fits",
     "astropy/m13_plio.fits",
     "astropy/m13_rice.fits",
     "fitsio/test_gzip_compressed_image.fits.fz",
@@ -62,7 +63,7 @@ def test_corpus_equals_astropy(corpus, name):
 
 def test_corpus_lossless_equals_the_uncompressed_original(corpus):
     m13 = astropy_data(corpus / "astropy/m13.fits", 0)
-    for name in ("m13_rice", "m13_gzip", "m13_plio"):
+    for name in ("m13_rice", "m13_gzip", "m13_plio", "m13_hcomp"):
         np.testing.assert_array_equal(
             dfits.open(corpus / f"astropy/{name}.fits")[1].section[:], m13
         )
@@ -76,13 +77,6 @@ def test_info_and_repr_show_the_image(corpus, capsys):
     assert "compressed_image    25  (300, 300)             int16" in capsys.readouterr().out
     assert "(300, 300) int16" in repr(f[1])
     assert f[1].is_image
-
-
-def test_hcompress_is_reported_unsupported(corpus):
-    hdu = dfits.open(corpus / "astropy/m13_hcomp.fits")[1]
-    assert hdu.shape == (300, 300)
-    with pytest.raises(UnsupportedError, match="HCOMPRESS_1"):
-        hdu.data  # noqa: B018
 
 
 # -- files astropy writes: algorithm x BITPIX x quantisation x tile shape -----------------

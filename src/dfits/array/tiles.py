@@ -196,13 +196,18 @@ class TileReader:
 
         column, data = blob
         codec = codecs.Codec(
-            tiles.algorithm, tiles.zbitpix, tiles.blocksize, tiles.bytepix, tiles.dither is not None
+            tiles.algorithm,
+            tiles.zbitpix,
+            tiles.blocksize,
+            tiles.bytepix,
+            tiles.dither is not None,
+            tiles.smooth,
         )
         try:
             if column != "COMPRESSED_DATA":
                 values = codecs.raw_tile(codec, data, npix, column.startswith("GZIP"))
             else:
-                values = codecs.decode_tile(codec, data, npix)
+                values = codecs.decode_tile(codec, data, npix, shape)
         except codecs.TileError as err:
             raise self._error(row, len(data), str(err)) from err
         values = values[:npix]
@@ -259,15 +264,9 @@ class TileReader:
 def tile_reader(source: Any, layout: Any, where: str) -> TileReader:
     """The reader of a compressed image HDU: reads its table's rows (the per-tile
     descriptors: a few bytes per tile) once, here, and checks them against the heap."""
-    from dfits.errors import UnsupportedError
     from dfits.format.descriptors import read_descriptors
 
     tiles = layout.tiles
-    if tiles.algorithm == "HCOMPRESS_1":
-        raise UnsupportedError(
-            f"{where}: ZCMPTYPE = 'HCOMPRESS_1': dfits does not decode HCOMPRESS tiles yet "
-            "(no maintained decoder outside astropy's private extension)"
-        )
     rows = source.read_exact(layout.data_offset, tiles.row_bytes * tiles.nrows)
     descriptors = read_descriptors(rows, tiles, where)
     heap = layout.data_offset + tiles.heap_start

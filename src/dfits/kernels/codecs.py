@@ -2,9 +2,9 @@
 
 RICE_1 and PLIO_1 are Numba loops that check every read (:mod:`dfits.kernels.rice`,
 :mod:`dfits.kernels.plio`; they release the GIL); GZIP_1/GZIP_2 use ``zlib`` (which releases
-the GIL too), bounded so that a tile never inflates past the size its pixels can take. HCOMPRESS_1
-has no maintained Python decoder outside astropy's private extension, so it is reported as
-unsupported rather than decoded by a half-tested port.
+the GIL too), bounded so that a tile never inflates past the size its pixels can take.
+HCOMPRESS_1 has no maintained Python decoder outside astropy's private extension: it is a Numba
+port of cfitsio's reader (:mod:`dfits.kernels.hcompress`), checked against astropy and funpack.
 
 Every failure is a :class:`TileError` with the reason; the reader adds the file, HDU, tile
 and algorithm. Nothing here knows files or dask.
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfits.kernels.hcompress import hcompress_decode
 from dfits.kernels.plio import plio_decode
 from dfits.kernels.rice import rice_decode
 
@@ -36,18 +37,27 @@ class Codec:
     blocksize: int = 32
     bytepix: int = 4
     quantised: bool = False
+    smooth: int = 0
 
 
-def decode_tile(codec: Codec, data: np.ndarray, npix: int) -> np.ndarray:
+def decode_tile(
+    codec: Codec, data: np.ndarray, npix: int, shape: tuple[int, ...] | None = None
+) -> np.ndarray:
     """The ``npix`` values of one tile, 1-D.
 
-    Integers come back in native order (Rice, PLIO) or big-endian (gzip, NOCOMPRESS: the
-    bytes as stored); lossless floats big-endian. Which integer width gzip tiles hold is
-    read from their decompressed size, as cfitsio and astropy do.
+    Integers come back in native order (Rice, PLIO, HCOMPRESS) or big-endian (gzip,
+    NOCOMPRESS: the bytes as stored); lossless floats big-endian. Which integer width gzip
+    tiles hold is read from their decompressed size, as cfitsio and astropy do. HCOMPRESS
+    needs the tile's ``shape`` (numpy order), which its stream must match.
     """
     algorithm = codec.algorithm
     if algorithm == "RICE_1":
         return _rice(codec, data, npix)
+    if algorithm == "HCOMPRESS_1":
+        out = hcompress_decode(data, (npix,) if shape is None else shape, codec.smooth)
+        if isinstance(out, str):
+            raise TileError(out)
+        return out
     if algorithm == "PLIO_1":
         words = np.frombuffer(data.tobytes(), ">i2").astype(np.int16)
         out = plio_decode(words, npix)
