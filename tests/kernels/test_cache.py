@@ -287,3 +287,40 @@ def test_other_kernels_load_from_the_cache(tmp_path, which):
     assert any("asciiparse" in name for name in made)
     assert _others(tmp_path, which) == first
     assert _files(tmp_path) == made
+
+
+#: What a read-only directory does to a process that is not root (this one may be): creating
+#: a file in it fails. Numba tests exactly that before it uses a cache location.
+READ_ONLY = r"""
+import errno, os, sys, tempfile
+_where, _real = os.path.realpath(sys.argv.pop()), tempfile.TemporaryFile
+def _refuse(*args, dir=None, **kwargs):
+    if dir is not None and os.path.realpath(dir).startswith(_where):
+        raise PermissionError(errno.EACCES, "Permission denied", dir)
+    return _real(*args, dir=dir, **kwargs)
+tempfile.TemporaryFile = _refuse
+"""
+
+
+def test_read_only_cache_compiles_in_memory_silently(tmp_path):
+    """A filled cache that this process may not write (an installed image run by another
+    user): Numba will not use it, so kernels compile in memory, with correct results, no
+    warning and nothing written."""
+    _check(_run(tmp_path))
+    made = _files(tmp_path)
+    modes = {p: p.stat().st_mode for p in [tmp_path, *tmp_path.rglob("*")]}
+    for path in modes:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        code = READ_ONLY + SCRIPT
+        argv = [sys.executable, "-c", code, str(time.time()), "a", str(tmp_path)]
+        proc = subprocess.Popen(
+            argv, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        res = _result(proc)
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+    _check(res)
+    assert not res["warnings"]
+    assert _files(tmp_path) == made
