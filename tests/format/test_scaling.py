@@ -53,3 +53,14 @@ def test_float_literal_blank_is_ignored_on_scaled_data_as_astropy(tmp_path):
     want = _astropy(path)
     np.testing.assert_array_equal(data, want)
     assert not np.isnan(data).any()
+
+
+def test_hierarch_bscale_scales_nothing_as_astropy(tmp_path):
+    # fuzz case (34, 42): a HIERARCH card is not the reserved keyword it spells
+    blob = fg.image_file((2, 3), -64, extra=["HIERARCH BSCALE = 2.0"])
+    path = fg.write(tmp_path / "hierarch.fits", blob)
+    data, section = _dfits(path)
+    want = _astropy(path)
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)
+    np.testing.assert_array_equal(want, np.arange(6.0).reshape(2, 3))

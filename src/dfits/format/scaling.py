@@ -4,11 +4,14 @@ The contract: :func:`scaling_values` returns the three values :func:`parse_decod
 The FITS standard lets a keyword appear only once; a header that repeats one of these is
 ambiguous, so the rule is stated, not left to whichever card a lookup meets first: the
 *last* card applies, as astropy's data does (its ``hdu.header[key]`` shows the first), and a
-note names every value so that the choice is never silent.
+note names every value so that the choice is never silent. A ``HIERARCH BSCALE = ...`` card
+is not the reserved keyword (HIERARCH is the convention for *other* keywords), so it scales
+nothing, as in astropy's data, though ``header["BSCALE"]`` finds it.
 """
 
 from __future__ import annotations
 
+from dfits.format.cards import CARD_SIZE
 from dfits.format.header import Header
 
 __all__ = ["SCALING", "scaling_values"]
@@ -27,17 +30,24 @@ def scaling_values(header: Header, where: str, notes: list[str]) -> tuple[object
     (3, None, None)
     >>> notes
     ['x.fits, HDU 0: BSCALE appears 2 times (2, 3); the last, 3, applies as in astropy']
+    >>> scaling_values(Header(b"HIERARCH BSCALE = 2".ljust(80)), "x", [])
+    (None, None, None)
     """
     values: list[object] = []
+    raw = header.tostring()
     for key in SCALING:
-        value = header.get(key)
-        if value is not None and (n := header.count(key)) > 1:
-            every = [header[key, i] for i in range(n)]
-            value = every[-1]
+        n = header.count(key)
+        image = key.ljust(8).encode()
+        every = [
+            header[key, i]
+            for i in range(n)
+            if raw[(p := header.locate(key, i) * CARD_SIZE) : p + 8] == image
+        ]
+        if len(every) > 1:
             listed = ", ".join(repr(v) for v in every)
             notes.append(
-                f"{where}: {key} appears {n} times ({listed}); the last, {value!r}, "
-                "applies as in astropy"
+                f"{where}: {key} appears {len(every)} times ({listed}); the last, "
+                f"{every[-1]!r}, applies as in astropy"
             )
-        values.append(value)
+        values.append(every[-1] if every else None)
     return tuple(values)

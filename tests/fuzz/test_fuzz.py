@@ -1,0 +1,44 @@
+"""The fuzz suite in the default run: a fixed slice of seeded mutation cases (issue 34).
+
+Every case must end in success, a DfitsError or values equal to astropy's
+(:func:`tests.fuzz.check.check_file`). The slice runs in this process (pytest-timeout bounds
+a hang); long campaigns with hang and memory bounds per case are ``./run fuzz --cases N``,
+and the slow test below runs one through that same entry point.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fuzz.campaign import main as campaign
+from tests.fuzz.check import check_file
+from tests.fuzz.mutate import mutated
+
+#: the default slice: seed and number of cases (a few hundred fit in a minute once warm)
+SEED, CASES = 34, 150
+
+
+def test_fuzz_slice_has_no_escapes(tmp_path):
+    path = tmp_path / "case.fits"
+    failures = []
+    for case in range(CASES):
+        name, blob, ops = mutated(SEED, case)
+        path.write_bytes(blob)
+        outcome = check_file(str(path))
+        if outcome.kind not in ("ok", "dfits_error"):
+            failures.append(f"case {case} ({name}, {ops}): {outcome.kind}\n{outcome.detail}")
+    assert not failures, f"replay: ./run fuzz --seed {SEED} --start K --cases 1\n" + "\n".join(
+        failures
+    )
+
+
+@pytest.mark.slow
+def test_fuzz_campaign_through_workers(tmp_path):
+    # the ./run fuzz path: worker process, hang timeout, memory cap, summary file
+    status = campaign(["--seed", "35", "--cases", "1000", "--out", str(tmp_path)])
+    (summary,) = tmp_path.glob("summary-35-0-1000.json")
+    counts = json.loads(summary.read_text())["counts"]
+    assert status == 0, counts
+    assert sum(counts.values()) == 1000
