@@ -158,6 +158,9 @@ def cache_dir() -> str | None:
 #: a template of this module, or the lock beside them; group 1 is the fingerprint in its name.
 _ENTRY = re.compile(r"^_cache\..*-([0-9a-f]{12})-\d+\.py\d+(?:\.\d+)?\.nb[ic]$")
 _LOCK = re.compile(r"^.*-([0-9a-f]{12})\.lock$")
+#: Entries of the ASCII-table parsers from before they moved onto the templates (Numba's own
+#: naming: module, function, line): never loaded again
+_LEGACY = re.compile(r"^asciiparse\.[A-Za-z_]+-\d+\.py\d+(?:\.\d+)?\.nb[ic]$")
 
 
 def _entries() -> Iterator[tuple[str, str]]:
@@ -169,6 +172,8 @@ def _entries() -> Iterator[tuple[str, str]]:
         match = _ENTRY.match(name) or _LOCK.match(name)
         if match:
             yield os.path.join(where, name), match.group(1)
+        elif _LEGACY.match(name):
+            yield os.path.join(where, name), "legacy"
 
 
 def _remove(paths: list[str]) -> int:
