@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 from astropy.coordinates import Angle, SkyCoord
 
-from dfits.xarray.errors import RegionError
+from dfits.xarray.errors import RegionError, SpectralError
 
 from .conftest import spectral_cube_file
 
@@ -109,3 +109,31 @@ def test_regions_outside_the_image_and_bad_shapes_raise(pair):
         cube.fits.spectrum_at(SkyCoord([150, 150], [2, 2], unit="deg"))
     with pytest.raises(RegionError, match="not a regions shape"):
         cube.fits.subcube_from_region([shapes()["circle"], "circle"])
+
+
+def test_a_spectral_range_in_the_meta_makes_a_slab(tmp_path):
+    path = spectral_cube_file(tmp_path, "freq-ascending-3d")
+    cube = xr.open_dataarray(path, engine="dfits")
+    cube = cube.fits.with_spectral_unit("km/s", velocity_convention="radio")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sc = spectral_cube.SpectralCube.read(path)
+        sc = sc.with_spectral_unit(u.km / u.s, velocity_convention="radio")
+    meta = regions.RegionMeta({"range": [-1.5 * u.km / u.s, 2000 * u.m / u.s]})
+    region = regions.CircleSkyRegion(CENTRE, 2.6e-3 * u.deg, meta=meta)
+    got = cube.fits.subcube_from_region(region)
+    want = oracle(sc, region)
+    assert 1 < got.sizes["vrad"] < cube.sizes["vrad"]
+    np.testing.assert_allclose(got["vrad"].values, want.spectral_axis.to_value("km/s"), atol=1e-9)
+    np.testing.assert_allclose(got.values, want.filled_data[:].value, rtol=1e-6, equal_nan=True)
+    bad = regions.CircleSkyRegion(
+        CENTRE, 2.6e-3 * u.deg, meta=regions.RegionMeta({"range": [1 * u.GHz, 1 * u.kg]})
+    )
+    with pytest.raises(SpectralError, match=r"freq-ascending-3d\.fits.*slab bound 1.0 kg"):
+        cube.fits.subcube_from_region(bad)
+    mixed = [region, regions.CircleSkyRegion(CENTRE, 1e-3 * u.deg, meta=bad.meta)]
+    with pytest.raises(RegionError, match="spectral ranges"):
+        cube.fits.subcube_from_region(mixed)  # km/s and GHz lows cannot be ordered
+    other = regions.RegionMeta({"range": [-1 * u.km / u.s, 1 * u.km / u.s], "veltype": "OPTICAL"})
+    with pytest.raises(RegionError, match="veltype"):
+        cube.fits.subcube_from_region(regions.CircleSkyRegion(CENTRE, 1e-3 * u.deg, meta=other))

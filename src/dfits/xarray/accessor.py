@@ -270,7 +270,8 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
     def subcube_from_region(self, region: Any) -> xr.DataArray:
         """The bounding box of a ``regions`` shape (sky or pixel; a list is their union),
         NaN outside it, lazily: spectral-cube's ``subcube_from_regions``
-        (:mod:`dfits.xarray.shapes`). The result keeps the header, so ``.fits`` works on it.
+        (:mod:`dfits.xarray.shapes`); a spectral ``meta["range"]`` on every shape also cuts
+        a slab. The result keeps the header, so ``.fits`` works on it.
         """
         return shape_subcube(self._obj, region, self._celestial)
 

@@ -14,9 +14,14 @@ The contract, matching spectral-cube 0.7's ``subcube_from_regions``:
   FK5, Galactic, ...) as the (lon, lat) degrees the rest of :mod:`dfits.xarray.regions`
   takes; :func:`nearest_pixel` is the pixel whose centre is nearest a position.
 
-Differences from spectral-cube, by choice: a region's ``meta["range"]`` (a spectral range)
-is not applied (use :meth:`spectral_slab`), and the box is cropped to the region alone,
-where spectral-cube also crops rows and columns whose data are all NaN.
+When every shape carries a spectral range (``meta["range"]``, two Quantities, as
+spectral-cube and DS9/CRTF files give them), the sub-cube is also a spectral slab from the
+lowest to the highest bound (:func:`~dfits.xarray.spectral.spectral_slab`: any spectral unit,
+converted with the cube's own velocity convention and rest value). Shapes whose
+``meta`` names another ``veltype`` or ``restfreq`` are refused rather than converted.
+
+Difference from spectral-cube, by choice: the box is cropped to the region alone, where
+spectral-cube also crops rows and columns whose data are all NaN.
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ def subcube(obj: xr.DataArray, region: Any, celestial: Callable[[], WCS]) -> xr.
 
     ny, nx = obj.sizes["y"], obj.sizes["x"]
     mask = shape_mask(region, celestial(), ny, nx)
+    obj = _slab(obj, region if isinstance(region, list | tuple) else [region])
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
     if rows.size == 0:
         raise RegionError(f"{region!r} contains no pixel centre of the image ({nx} × {ny})")
@@ -110,3 +116,25 @@ def subcube(obj: xr.DataArray, region: Any, celestial: Callable[[], WCS]) -> xr.
     # a small (y, x) mask broadcast by dask: tasks stay (path, offsets) plus this box mask
     data = da.where(keep, fused_dask(sub), np.nan)
     return sub.copy(deep=False, data=data)
+
+
+def _slab(obj: xr.DataArray, shapes: Sequence[Any]) -> xr.DataArray:
+    """``obj`` cut to the shapes' spectral ranges when every shape has one."""
+    import astropy.units as u
+
+    from dfits.xarray.spectral import spectral_slab
+
+    metas = [getattr(s, "meta", None) or {} for s in shapes]
+    other = [k for m in metas for k in ("veltype", "restfreq") if m.get(k) is not None]
+    if other:
+        raise RegionError(f"region meta {sorted(set(other))} is not supported: give the range "
+                          "in the cube's own convention and rest value")  # fmt: skip
+    ranges = [m.get("range") for m in metas]
+    if any(r is None for r in ranges):
+        return obj
+    try:
+        lo = u.Quantity([r[0] for r in ranges]).min()
+        hi = u.Quantity([r[1] for r in ranges]).max()
+    except (u.UnitsError, TypeError, IndexError) as err:
+        raise RegionError(f"region spectral ranges {ranges}: {err}") from err
+    return spectral_slab(obj, lo, hi)
