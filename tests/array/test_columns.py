@@ -195,3 +195,28 @@ def test_remote_column_fetches_only_its_fields(tmp_path):
     assert all(r.status == 206 for r in got)
     assert len(tail) == 1
     assert 10 * 8 <= tail[0].sent < 10 * 200, tail
+
+
+def test_vla_tdim_shapes_arrays_as_astropy(tmp_path):
+    path = tmp_path / "vt.fits"
+    cols = [
+        fits.Column("V", "PJ()", dim="(3,2)", array=[np.arange(6), np.arange(12), np.arange(0)]),
+        fits.Column("W", "PE()", dim="(4,1)", array=[np.ones(4, "f4"), np.ones(9, "f4"), []]),
+        fits.Column("F", "PI()", dim="(5)", array=[np.arange(5), np.arange(2), [7]]),
+    ]
+    fits.BinTableHDU.from_columns(cols).writeto(path)
+    hdu = dfits.open(path)[1]
+    with fits.open(path) as ref:
+        for name in ("V", "W", "F"):
+            ours = hdu.column(name).compute()
+            for a, b in zip(ours, ref[1].data[name], strict=True):
+                assert a.shape == b.shape, name
+                np.testing.assert_array_equal(a, b)
+    assert hdu.to_arrow(["V"]).schema.field("V").metadata[b"array_shape"] == b"(-1, 3)"
+    assert hdu.to_arrow(["V"]).column("V").to_pylist()[1] == list(range(12))
+    # an array whose length TDIM cannot shape: a DataError naming column, row and TDIM
+    raw = path.read_bytes().replace(b"TDIM1   = '(3,2)", b"TDIM1   = '(5,2)")
+    assert raw != path.read_bytes()
+    (tmp_path / "bad.fits").write_bytes(raw)
+    with pytest.raises(DataError, match=r"column 1 \('V'\), row 1: an array of 6 .*TDIM1"):
+        dfits.open(tmp_path / "bad.fits")[1].column("V").compute()

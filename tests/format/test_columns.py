@@ -115,3 +115,22 @@ def test_tnull_out_of_range_is_dropped():
 def test_tscal_zero_or_not_a_number():
     check_error([("TFIELDS", 1), ("TFORM1", "J"), ("TSCAL1", 0)], 4, "TSCAL1 = 0")
     check_error([("TFIELDS", 1), ("TFORM1", "J"), ("TZERO1", "x")], 4, "TZERO1 = 'x'")
+
+
+@pytest.mark.parametrize(
+    ("tform", "tdim", "array_shape"),
+    [("PJ(12)", "(3,2)", (-1, 3)), ("PE(8)", "(4,1)", (1, -1)), ("QD(6)", "(2,3,4)", (-1, 3, 2)),
+     ("PI(5)", "(5)", ()), ("PA(9)", "(3,3)", ()), ("PL(4)", "(2,2)", ())],
+)  # fmt: skip
+def test_tdim_of_variable_length_arrays_shapes_each_array(tform, tdim, array_shape):
+    width = 8 if tform[0] == "P" else 16
+    pairs = [("TFIELDS", 1), ("TFORM1", tform), ("TDIM1", tdim)]
+    column = parse_table(header(*pairs), False, width, 1, 0, "x").columns[0]
+    assert column.shape == ()
+    assert column.array_shape == array_shape
+
+
+def test_tdim_of_variable_length_arrays_bad():
+    base = [("TFIELDS", 1), ("TTYPE1", "V"), ("TFORM1", "PJ(6)")]
+    check_error([*base, ("TDIM1", "(3,x)")], 8, r"column 1 \('V'\): TDIM1 = '\(3,x\)' is not")
+    check_error([*base, ("TDIM1", "(0,2)")], 8, r"TDIM1 = '\(0,2\)' has a zero axis")

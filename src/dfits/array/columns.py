@@ -10,7 +10,9 @@ gather only the field's bytes of each row, coalesced) and returns the field's va
   ``column.sum()``, ``np.nanmax(column)``, ``column.std()`` run the fused JIT-swap kernels;
 * ASCII numbers are parsed by :mod:`dfits.kernels.asciiparse` from the bytes;
 * variable-length arrays (P/Q) are an object array holding one numpy array per row (read
-  from the heap; a descriptor pointing outside the heap is a ``DataError``);
+  from the heap; a descriptor pointing outside the heap is a ``DataError``), shaped by a
+  TDIMn of two or more axes as astropy shapes them (``(-1, *TDIM[-2::-1])``; an array whose
+  length does not fit is a ``DataError``);
 * everything else is decoded by :mod:`dfits.array.fields`.
 
 It implements :class:`dfits.array.reader.Reader`.
@@ -18,6 +20,7 @@ It implements :class:`dfits.array.reader.Reader`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,8 +172,22 @@ class ColumnReader:
             heap = self.source.map(self.offset + self.heap_offset + lo, hi - lo)
         for i, (count, off, size) in enumerate(zip(counts, offsets, sizes, strict=True)):
             raw = heap[off - lo : off - lo + size].reshape(1, size)
-            out[i] = _elements(raw, c, code, int(count))
+            out[i] = self._shaped(_elements(raw, c, code, int(count)), first + i)
         return out
+
+    def _shaped(self, values: Any, row: int) -> Any:
+        """A variable-length array in the shape TDIMn gives it (as astropy shapes it)."""
+        shape = self.column.array_shape
+        if not shape:
+            return values
+        per = math.prod(d for d in shape if d != -1)
+        if values.size % per:
+            c = self.column
+            raise DataError(
+                f"{self.where}, column {c.number} ({c.name!r}), row {row + 1}: an array of "
+                f"{values.size} elements cannot take the shape {shape} of TDIM{c.number}"
+            )
+        return values.reshape(shape)
 
 
 def _elements(raw: np.ndarray, column: Column, code: str, count: int) -> Any:

@@ -12,7 +12,9 @@ Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it ha
 * multi-element cells (repeat > 1, TDIMn, X bits): pandas ``object`` holding one numpy array
   per row, Arrow ``fixed_size_list`` of the flattened cell (the cell shape is in the field's
   metadata, ``tdim``);
-* variable-length arrays (P/Q): ``object`` holding one numpy array per row; Arrow ``list``;
+* variable-length arrays (P/Q): ``object`` holding one numpy array per row (shaped by a
+  TDIMn as astropy shapes them); Arrow ``list`` of the flattened array, the shape in the
+  field's metadata (``array_shape``, ``-1`` for the length);
 * complex (C/M): pandas complex; Arrow has no complex type, so a ``fixed_size_list`` of two
   floats (real, imaginary).
 """
@@ -119,7 +121,9 @@ def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
     if c.code in "PQ":
         element = c.element_dtype
         typ = pa.string() if element.kind == "U" else pa.from_numpy_dtype(element)
-        return pa.array([list(v) if typ != pa.string() else v for v in values], pa.list_(typ))
+        # arrays shaped by TDIMn go flat: their shape is in the field's metadata (array_shape)
+        cells = [np.ravel(v) if typ != pa.string() else v for v in values]
+        return pa.array(cells, pa.list_(typ))
     n, cell = values.shape[0], math.prod(values.shape[1:])
     if values.dtype.kind == "c":
         pairs = np.ascontiguousarray(values).reshape(n, cell).view(values.real.dtype)
@@ -158,6 +162,8 @@ def to_arrow(readers: Sequence[ColumnReader], first: int = 0, stop: int | None =
             meta["unit"] = c.unit
         if len(c.shape) > 1 or (c.shape and c.code not in "PQ"):
             meta["tdim"] = str(c.shape)
+        if c.array_shape:
+            meta["array_shape"] = str(c.array_shape)
         arrays.append(array)
         fields.append(pa.field(c.name, array.type, metadata=meta))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -71,6 +71,10 @@ class Column:
         have :attr:`element_dtype`).
     ascii : bool
         True for a column of an ASCII TABLE.
+    array_shape : tuple of int
+        For a variable-length array with a TDIMn of two or more axes, the shape each row's
+        array is given (``-1`` for its length), as astropy gives it: ``(-1, *TDIM[-2::-1])``,
+        or ``(1, -1)`` when TDIMn's last axis is 1; ``()`` (flat arrays) otherwise.
     """
 
     number: int
@@ -85,6 +89,7 @@ class Column:
     null: int | str | None
     dtype: np.dtype
     ascii: bool = False
+    array_shape: tuple[int, ...] = ()
 
     @property
     def code(self) -> str:
@@ -222,7 +227,10 @@ def _column(header: Header, n: int, ascii: bool, offset: int, where: str) -> Col
     if form.code == "A" and not ascii:
         shape = shape[:-1]
     unit = unit.strip() if isinstance(unit, str) else None
-    return Column(n, name, tform, form, offset, unit, shape, scale, zero, null, dtype, ascii)
+    arrays = () if ascii else _array_shape(header, n, form, at)
+    return Column(
+        n, name, tform, form, offset, unit, shape, scale, zero, null, dtype, ascii, arrays
+    )
 
 
 def _tbcol(header: Header, n: int, at: str) -> int:
@@ -244,20 +252,41 @@ def _shape(header: Header, n: int, form: Form, at: str) -> tuple[int, ...]:
     tdim = header.get(f"TDIM{n}")
     repeat = form.repeat
     if tdim is None or form.code in "PQ":
-        # TDIM of a variable-length array shapes each array, which dfits returns flat
+        # TDIM of a variable-length array shapes each array, not the cell: _array_shape
         if form.code == "A":
             return (repeat,)
         return () if repeat == 1 and form.code != "X" else (repeat,)
-    m = _TDIM.fullmatch(tdim) if isinstance(tdim, str) else None
-    if m is None:
-        raise HeaderError(f"{at}: TDIM{n} = {tdim!r} is not '(n1,n2,...)'")
-    dims = tuple(int(d) for d in m[1].split(","))
+    dims = _tdim(tdim, n, at)
     if math.prod(dims) != repeat:
         raise HeaderError(
             f"{at}: TDIM{n} = {tdim!r} holds {math.prod(dims)} elements but TFORM{n} = "
             f"{header.get(f'TFORM{n}')!r} has {repeat}"
         )
     return tuple(reversed(dims))
+
+
+def _tdim(tdim: object, n: int, at: str) -> tuple[int, ...]:
+    """TDIMn's axes, as written (FITS order)."""
+    m = _TDIM.fullmatch(tdim) if isinstance(tdim, str) else None
+    if m is None:
+        raise HeaderError(f"{at}: TDIM{n} = {tdim!r} is not '(n1,n2,...)'")
+    return tuple(int(d) for d in m[1].split(","))
+
+
+def _array_shape(header: Header, n: int, form: Form, at: str) -> tuple[int, ...]:
+    """How each variable-length array of column ``n`` is shaped (see :class:`Column`)."""
+    tdim = header.get(f"TDIM{n}")
+    if tdim is None or form.code not in "PQ":
+        return ()
+    dims = _tdim(tdim, n, at)
+    if len(dims) < 2 or form.element in "ALX":
+        # astropy shapes only numeric arrays, and only by a TDIM of two axes or more
+        return ()
+    if any(d == 0 for d in dims[:-1]):
+        raise HeaderError(f"{at}: TDIM{n} = {tdim!r} has a zero axis for variable-length arrays")
+    if dims[-1] == 1:
+        return (1, -1)
+    return (-1, *dims[-2::-1])
 
 
 def _null(value: object, code: str, ascii: bool) -> int | str | None:
