@@ -72,7 +72,8 @@ def nearest_pixel(w2: WCS, lon: float, lat: float, ny: int, nx: int) -> tuple[in
     from dfits.xarray.regions import to_pixel
 
     px, py = to_pixel(w2, lon, lat)
-    ix, iy = round(px), round(py)
+    # half-way pixels go up, as astropy's world_to_array_index (round() would go to even)
+    ix, iy = int(np.floor(px + 0.5)), int(np.floor(py + 0.5))
     if not (0 <= ix < nx and 0 <= iy < ny):
         raise RegionError(
             f"({lon:.6f}, {lat:.6f}) deg is pixel ({px:.1f}, {py:.1f}), outside the image "
