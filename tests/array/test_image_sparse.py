@@ -55,6 +55,7 @@ def _sparse_image(path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 32 GiB through the page cache: minutes on a loaded 2-core machine
 def test_sparse_32_gib_image_reduces_exactly_in_bounded_memory(tmp_path):
     path = _sparse_image(tmp_path / "sparse.fits")
     if os.stat(path).st_blocks * 512 > GIB:
