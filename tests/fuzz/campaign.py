@@ -150,7 +150,7 @@ def run_campaign(
                 worker.kill()
                 worker = _Worker()
             done = case - start + 1
-            if log is not None and (done % 500 == 0 or done == cases):
+            if log is not None and (done % 100 == 0 or done == cases):
                 rate = done / (time.monotonic() - began)
                 print(f"{done}/{cases} cases, {rate:.0f}/s: {dict(campaign.counts)}", file=log)
     finally:
