@@ -356,3 +356,24 @@ def test_spectral_script_times_and_checks_both_tools(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| moment01")]
     assert [r.split("|")[2].strip() for r in rows] == ["dfits", "spectral-cube"]
     assert all(r.rstrip(" |").endswith("True") for r in rows), text  # maps agree
+
+
+def test_table_script_tools_agree(tmp_path):
+    tables = _script("tables")
+    path = tmp_path / "t.fits"
+    tables.write_table(path, 1000, block=300)
+    from astropy.io import fits
+
+    with fits.open(path) as hl:
+        expected = float(hl[1].data[tables.COLUMN].sum())
+        assert hl[1].data.dtype.itemsize == tables.row_dtype().itemsize
+        # where the LIMIT reader looks for the rows: astropy's data offset
+        assert tables.data_offset() == hl[1].fileinfo()["datLoc"]
+    for tool in ("dfits", "astropy", "LIMIT"):
+        assert tables.run_tool(tool, str(path), "") == pytest.approx(expected, rel=1e-12), tool
+    rows = tables.run_tool("parquet", str(path), str(tmp_path / "pq"))
+    assert rows == 1000
+    import pandas as pd
+
+    back = pd.read_parquet(tmp_path / "pq")
+    assert float(back[tables.COLUMN].sum()) == pytest.approx(expected, rel=1e-12)
