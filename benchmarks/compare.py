@@ -126,6 +126,9 @@ DEFAULT_CASES = "sum,nanmean16,moment0,spectrum,stamps,headers"
 #: fresh-process case run by ``cold_start.py`` (import, open, first reduction; empty and warm
 #: kernel cache; ``dfits warm``), on its own 100 MB cube: no tool matrix, dfits only
 COLD_CASE, COLD_SIZE = "cold_start", 100_000_000
+#: tile-compressed images, run by ``tiles.py`` (its own files and tool matrix: dfits, astropy,
+#: fitsio, funpack+dfits, funpack alone, LIMIT); ``--tiles-scale`` picks its sizes
+TILES_CASE = "tiles"
 FILE_OF = {
     "sum": "f8img",
     "mean": "f8img",
@@ -1178,6 +1181,18 @@ def cold_start_case(tmpdir: Path, runs: int) -> list[str]:
     return ["", f"## {COLD_CASE}", "", md_table(head, body)]
 
 
+def tiles_case(tmpdir: Path, scale: str, runs: int) -> list[str]:
+    """Run ``tiles.py``'s matrix (each tool in its own process), print it and return it as
+    Markdown lines."""
+    from tiles import measure as tiles_measure
+
+    body = [list(row) for row in tiles_measure(tmpdir, scale, runs)]
+    head = ["case", "tool", f"median of {runs}, peak RSS"]
+    print(f"\n== {TILES_CASE}: tile-compressed images, scale {scale} ==")
+    print(text_table(head, body))
+    return ["", f"## {TILES_CASE} ({scale})", "", md_table(head, body)]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
@@ -1194,6 +1209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmpdir", type=Path, help="where test files live (reused if present)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per worker run")
     ap.add_argument("--tools", default=",".join(TOOLS), help="a subset of the tools to run")
+    ap.add_argument("--tiles-scale", default="full", choices=("full", "small", "tiny"))
     ap.add_argument(
         "--cache",
         choices=sorted(CACHE_STATES),
@@ -1203,11 +1219,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    bad = [c for c in cases if c not in (*ALL_CASES, COLD_CASE)]
+    extra = (COLD_CASE, TILES_CASE)
+    bad = [c for c in cases if c not in (*ALL_CASES, *extra)]
     if bad:
-        ap.error(f"unknown case(s) {bad}; choose from {(*ALL_CASES, COLD_CASE)}")
-    cold = COLD_CASE in cases
-    cases = [c for c in cases if c != COLD_CASE]
+        ap.error(f"unknown case(s) {bad}; choose from {(*ALL_CASES, *extra)}")
+    cold, tiled = COLD_CASE in cases, TILES_CASE in cases
+    cases = [c for c in cases if c not in extra]
     only = tuple(t.strip() for t in args.tools.split(",") if t.strip())
     if unknown := [t for t in only if t not in TOOLS]:
         ap.error(f"unknown tool(s) {unknown}; choose from {TOOLS}")
@@ -1218,6 +1235,8 @@ def main(argv: list[str] | None = None) -> int:
         c: measure(c, tmpdir, size, args.runs, args.timeout, args.cache, only) for c in cases
     }
     cold_lines = cold_start_case(tmpdir / "cold", args.runs) if cold else []
+    if tiled:
+        cold_lines += tiles_case(tmpdir / "tiles", args.tiles_scale, args.runs)
     for case, res in results.items():
         title, _, unit = describe(case, res["meta"])
         print(f"\n== {case}: {title} ==")

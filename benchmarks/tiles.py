@@ -8,8 +8,14 @@ stamp cut from a 16k x 16k RICE_1 int16 image. Each tool runs in its own process
 so that its peak RSS is its own; files are in the page cache (written, then read once).
 Tools: ``dfits`` (``hdu.data`` + dask), ``astropy`` (``.data`` + numpy; ``.section`` for the
 stamp), ``fitsio`` (``read`` + numpy; a slice for the stamp), ``funpack+dfits`` (funpack to a
-file, then dfits on it), ``LIMIT`` (the same tile reader and decoders on 2 threads, a thread
-pool over tile groups, no dask). Times are medians of ``--rounds`` runs.
+file, then dfits on it), ``funpack`` (funpack to a file alone: cfitsio's decode, the LIMIT
+the issue names), ``LIMIT`` (the same tile reader and decoders on 2 threads, a thread pool over
+tile groups, no dask). Times are medians of ``--rounds`` runs. ``compare.py --cases tiles``
+runs the same matrix.
+
+``--breakdown`` times the phases of dfits' quantised-float path on a 4k x 4k SUBTRACTIVE_DITHER_2
+RICE_1 image instead (decode, decode + dequantise into the chunk, the sum of that chunk): what
+fusing the dequantisation into the reduction could save at most.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ SCALES = {
     "tiny": {"cube": (4, 32, 64), "image": (64, 96), "big": (256, 256)},
 }
 CASES = ("cube-sum", "cube-moment0", "dither2-sum", "dither2-moment0", "stamp")
-TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "LIMIT")
+TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "funpack", "LIMIT")
 
 
 def write_files(tmpdir: Path, scale: str) -> dict[str, Path]:
@@ -104,6 +110,8 @@ def operation(tool: str, case: str, path: Path) -> Any:
         return lambda: _reduce(fitsio.read(str(path), ext=1), case)
     if tool == "funpack+dfits":
         return lambda: _funpacked(path, case)
+    if tool == "funpack":
+        return lambda: _funpacked(path, None)
     return lambda: _limit(dfits.open(path)[1], case)
 
 
@@ -117,7 +125,7 @@ def _funpacked(path: Path, case: str) -> Any:
     with tempfile.TemporaryDirectory(dir=path.parent) as d:
         out = Path(d) / "u.fits"
         subprocess.run(["funpack", "-O", str(out), str(path)], check=True)
-        return _reduce_dask(dfits.open(out)[1].data, case)
+        return None if case is None else _reduce_dask(dfits.open(out)[1].data, case)
 
 
 def _limit(hdu: Any, case: str) -> Any:
@@ -157,38 +165,51 @@ def run_one(tool: str, case: str, path: Path, rounds: int) -> dict[str, Any]:
     return {"median_s": statistics.median(times), "peak_rss": peak}
 
 
+def measure(tmpdir: Path, scale: str, rounds: int) -> list[tuple[str, str, str]]:
+    """Every case x tool, each in its own process: rows of (case, tool, result text)."""
+    paths = write_files(tmpdir, scale)
+    which = {"cube": "cube", "dither2": "image", "stamp": "big"}
+    out = []
+    for case in CASES:
+        path = paths[which[case.split("-")[0]]]
+        for tool in TOOLS:
+            if tool.startswith("funpack") and not shutil.which("funpack"):
+                continue
+            cmd = [sys.executable, __file__, "--rounds", str(rounds)]
+            res = subprocess.run(
+                [*cmd, "--one", tool, case, str(path)], capture_output=True, text=True
+            )
+            if res.returncode:
+                out.append((case, tool, f"failed: {res.stderr.strip().splitlines()[-1:]}"))
+                continue
+            got = json.loads(res.stdout.strip().splitlines()[-1])
+            if not got.get("skipped"):
+                text = f"{got['median_s'] * 1e3:.1f} ms, peak RSS {got['peak_rss'] / 2**20:.0f} MiB"
+                out.append((case, tool, text))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tmpdir", type=Path, default=Path("/tmp/dfbench-tiles"))
     ap.add_argument("--scale", choices=SCALES, default="full")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--breakdown", action="store_true", help="phases of the quantised path")
     ap.add_argument("--one", nargs=3, metavar=("TOOL", "CASE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         tool, case, path = args.one
         print(json.dumps(run_one(tool, case, Path(path), args.rounds)))
         return 0
-    paths = write_files(args.tmpdir, args.scale)
-    which = {"cube": "cube", "dither2": "image", "stamp": "big"}
-    for case in CASES:
-        path = paths[which[case.split("-")[0]]]
-        for tool in TOOLS:
-            if tool == "funpack+dfits" and not shutil.which("funpack"):
-                continue
-            cmd = [sys.executable, __file__, "--rounds", str(args.rounds)]
-            res = subprocess.run(
-                [*cmd, "--one", tool, case, str(path)], capture_output=True, text=True
-            )
-            if res.returncode:
-                print(f"{case:16} {tool:14} failed: {res.stderr.strip().splitlines()[-1:]}")
-                continue
-            out = json.loads(res.stdout.strip().splitlines()[-1])
-            if out.get("skipped"):
-                continue
-            print(
-                f"{case:16} {tool:14} median {out['median_s'] * 1e3:9.1f} ms   "
-                f"peak RSS {out['peak_rss'] / 2**20:7.0f} MiB"
-            )
+    if args.breakdown:
+        from tiles_fusion import breakdown
+
+        side = {"full": 4096, "small": 1024, "tiny": 256}[args.scale]
+        for phase, seconds in breakdown(args.tmpdir, side, args.rounds).items():
+            print(f"{phase:34} median {seconds * 1e3:9.1f} ms")
+        return 0
+    for case, tool, text in measure(args.tmpdir, args.scale, args.rounds):
+        print(f"{case:16} {tool:14} {text}")
     return 0
 
 

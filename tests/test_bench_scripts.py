@@ -377,3 +377,29 @@ def test_table_script_tools_agree(tmp_path):
 
     back = pd.read_parquet(tmp_path / "pq")
     assert float(back[tables.COLUMN].sum()) == pytest.approx(expected, rel=1e-12)
+
+
+def test_tiles_breakdown_times_each_phase_of_the_quantised_path(tmp_path):
+    phases = _script("tiles_fusion").breakdown(tmp_path, 128, 1)
+    assert list(phases) == [
+        "fetch + Rice decode",
+        "read (decode + dequantise)",
+        "sum of the read chunks",
+        "hdu.data.sum() (dask, 2 threads)",
+    ]
+    assert all(t > 0 for t in phases.values())
+
+
+def test_compare_runs_the_tiles_matrix_as_a_case(monkeypatch, tmp_path, capsys):
+    compare = _script("compare")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import tiles
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(tiles, "measure", lambda d, s, r: [("stamp", "dfits", f"{s} {r}")])
+    compare.main(["--cases", "tiles", "--tiles-scale", "tiny", "--runs", "1",
+                  "--tmpdir", str(tmp_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "== tiles: tile-compressed images, scale tiny ==" in out
+    assert "tiny 1" in out

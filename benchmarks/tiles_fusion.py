@@ -1,0 +1,94 @@
+"""Where the time of a quantised-float reduction goes: the case for (or against) fusing the
+dequantisation into the reduction (issue 30).
+
+    python benchmarks/tiles.py --breakdown [--scale full|small|tiny] [--rounds 5]
+
+On a ``side x side`` float32 image quantised with SUBTRACTIVE_DITHER_2 and RICE_1-compressed
+(row tiles, as astropy and fpack write by default), one thread, over the chunks ``hdu.data``
+plans, files in the page cache:
+
+* ``fetch + Rice decode``: the tiles' bytes read and decoded to integers, nothing else;
+* ``read (decode + dequantise)``: the tile reader's whole chunk, dequantised floats placed;
+* ``sum of the read chunks``: the reduction kernel on those floats alone;
+* ``hdu.data.sum() (dask, 2 threads)``: the whole public path, for scale.
+
+A fused kernel would replace the dequantise-and-place writes plus the reduction's reads by
+one pass over the decoded integers; the dither value per pixel still has to be computed, so
+``(read - decode) + sum`` bounds what fusing can save.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def _image(tmpdir: Path, side: int) -> Path:
+    from astropy.io import fits
+
+    path = tmpdir / f"tiles-dither2-{side}.fits.fz"
+    if not path.exists():
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        data = np.random.default_rng(1).normal(100, 5, (side, side)).astype(np.float32)
+        hdu = fits.CompImageHDU(
+            data, compression_type="RICE_1", quantize_method=2, quantize_level=4.0
+        )
+        fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    path.read_bytes()  # into the page cache
+    return path
+
+
+def _median(fn: Callable[[], object], rounds: int) -> float:
+    fn()  # compiles, warms
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
+    """Median seconds of each phase (see the module docstring)."""
+    import dask
+
+    import dfits
+    from dfits.kernels import sum_count, tilegroup
+
+    hdu = dfits.open(_image(tmpdir, side))[1]
+    reader = hdu._block(raw=False)
+    tiles = reader.tiles
+    bounds = np.cumsum((0, *hdu.data.chunks[0]))
+    regions = [(slice(int(a), int(b)), slice(0, side)) for a, b in itertools.pairwise(bounds)]
+
+    def decode_only():
+        for region in regions:
+            rows = reader.rows(region)
+            spans = reader.descriptors.spans["COMPRESSED_DATA"][rows]
+            blob, starts = reader._fetch_spans(spans)
+            npix = np.full(len(rows), tiles.tile[-1], np.int64)
+            tilegroup.rice_group(blob, starts, spans[:, 0], npix, tiles.blocksize, tiles.bytepix)
+
+    chunks = [reader.read(r) for r in regions]
+
+    def read_all():
+        for region in regions:
+            reader.read(region)
+
+    def sum_only():
+        for c in chunks:
+            sum_count(c.u, c.spec, None, skipna=True, counts=False)
+
+    with dask.config.set(scheduler="threads", num_workers=2):
+        whole = _median(lambda: hdu.data.sum().compute(), rounds)
+    return {
+        "fetch + Rice decode": _median(decode_only, rounds),
+        "read (decode + dequantise)": _median(read_all, rounds),
+        "sum of the read chunks": _median(sum_only, rounds),
+        "hdu.data.sum() (dask, 2 threads)": whole,
+    }
