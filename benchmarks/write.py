@@ -1,6 +1,7 @@
 """Side-by-side timing of writing (and verifying) a big float64 image as FITS.
 
     python benchmarks/write.py --size 2GiB [--runs 5] [--source memory|fits] [--tmpdir DIR]
+    python benchmarks/write.py --appends 10000 [--tmpdir DIR]
 
 Write tools: ``numpy-tofile`` (raw native bytes, no header, no flush: the bandwidth limit),
 ``tofile+fsync`` (the same, flushed), ``dfits`` (``dfits.to_fits`` of a dask array, checksum
@@ -24,6 +25,10 @@ Methodology
 * Runs are interleaved: round r runs every tool once in an order rotated by r. Tables give
   median/min/max seconds, the rate at the median, and the largest peak RSS.
 * The output file is removed after each run, so every write allocates a fresh file.
+* ``--appends N``: ``dfits.append`` of N small (32 x 32 float32) image HDUs, one by one, to
+  one file (fsync off: the flushes would time the disk, not the append), each timed; the
+  table compares the mean of the first and the last 1,000 (or tenth): linear means a ratio
+  near 1. astropy's ``fits.append`` of the same HDUs, timed alike, rereads the file each time.
 """
 
 from __future__ import annotations
@@ -184,6 +189,36 @@ def _rounds(tools: list[str], args, path: str, fits_path: str, out: str) -> dict
     return {t: runs for t, runs in times.items() if runs}
 
 
+def _appends(count: int, folder: str) -> str:
+    """Time ``count`` appends of a small HDU with dfits and astropy: first vs last tenth."""
+    from astropy.io import fits
+
+    import dfits
+
+    small = np.random.default_rng(2).random((32, 32)).astype("f4")
+    lines = ["### append small HDUs", "", "| tool | HDUs | first ms/HDU | last ms/HDU | ratio |"]
+    lines.append("|---|---|---|---|---|")
+    tools = {
+        "dfits": lambda path: dfits.append(path, small, fsync=False),
+        "astropy": lambda path: fits.append(path, small),
+    }
+    for tool, append in tools.items():
+        path = os.path.join(folder, f"{tool}-appends.fits")
+        dfits.to_fits(small, path, overwrite=True)
+        append(path)  # warm: imports and kernels
+        n = count if tool == "dfits" else min(count, 300)  # astropy rereads: quadratic
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            append(path)
+            times.append(time.perf_counter() - start)
+        k = max(1, min(1000, n // 10))
+        first, last = statistics.fmean(times[:k]) * 1e3, statistics.fmean(times[-k:]) * 1e3
+        lines.append(f"| {tool} | {n} | {first:.2f} | {last:.2f} | {last / first:.2f} |")
+        os.unlink(path)
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="256MiB")
@@ -191,10 +226,15 @@ def main() -> None:
     parser.add_argument("--source", choices=["memory", "fits"], default="memory")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--only", choices=["write", "verify"], default=None)
+    parser.add_argument("--appends", type=int, default=0, help="time N appends instead")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         _worker(*args.worker)
+        return
+    if args.appends:
+        with tempfile.TemporaryDirectory(dir=args.tmpdir) as folder:
+            print(_appends(args.appends, folder), flush=True)
         return
     nbytes = _size(args.size)
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as folder:

@@ -403,3 +403,10 @@ def test_compare_runs_the_tiles_matrix_as_a_case(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== tiles: tile-compressed images, scale tiny ==" in out
     assert "tiny 1" in out
+
+
+def test_write_appends_table(tmp_path):
+    table = _script("write")._appends(12, str(tmp_path))
+    rows = [line.split("|")[1:-1] for line in table.splitlines()[4:]]
+    assert [(r[0].strip(), int(r[1])) for r in rows] == [("dfits", 12), ("astropy", 12)]
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows)
