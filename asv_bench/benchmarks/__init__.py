@@ -19,7 +19,16 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["SCALE", "TINY", "compare", "data_dir", "image_file", "prewarm", "require"]
+__all__ = [
+    "SCALE",
+    "TINY",
+    "bench_script",
+    "compare",
+    "data_dir",
+    "image_file",
+    "prewarm",
+    "require",
+]
 
 SCALE = os.environ.get("DFITS_ASV_SCALE", "full").strip().lower()
 if SCALE not in ("tiny", "full"):
@@ -28,19 +37,19 @@ TINY = SCALE == "tiny"
 _COMPARE = Path(__file__).resolve().parents[2] / "benchmarks" / "compare.py"
 
 
-def _load_compare():
-    """Import ``benchmarks/compare.py`` under a name that cannot clash with this package."""
-    name = "dfits_bench_compare"
+def bench_script(stem: str):
+    """Import ``benchmarks/<stem>.py`` under a name that cannot clash with this package."""
+    name = f"dfits_bench_{stem}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _COMPARE)
+    spec = importlib.util.spec_from_file_location(name, _COMPARE.with_name(f"{stem}.py"))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-compare = _load_compare()
+compare = bench_script("compare")
 
 
 def image_bytes() -> int:

@@ -11,29 +11,14 @@ by chunk x threads however large the table. The table is ``DFITS_ASV_SIZE`` byte
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import ClassVar
 
-from . import TINY, data_dir, image_bytes, prewarm, require
+from . import TINY, bench_script, data_dir, image_bytes, prewarm, require
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "tables.py"
-
-
-def _load_script():
-    name = "dfits_bench_tables"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-tables = _load_script()
+tables = bench_script("tables")
 TOOLS = ["dfits", "astropy", "fitsio", "LIMIT"]
 
 
