@@ -274,4 +274,45 @@ Deviation.handlers[np.nansum] = _deviation_handler(True)
 
 @implements(HANDLED, np.concatenate)
 def _np_concatenate(arrays, axis=0, out=None, **kwargs):
-    return np.concatenate(materialize(list(arrays)), axis=axis, out=out, **kwargs)
+    arrays = list(arrays)
+    if out is not None or kwargs or axis is None or not _same_shape(arrays, axis):
+        return np.concatenate(materialize(arrays), axis=axis, out=out, **kwargs)
+    return _decode_into_place(arrays, axis)
+
+
+def _same_shape(arrays: list, axis: int) -> bool:
+    """True when the pieces concatenate (numpy's checks, without decoding anything)."""
+    if not all(hasattr(a, "dtype") for a in arrays):
+        return False
+    shapes = [np.shape(a) for a in arrays]
+    if (
+        not shapes
+        or len({len(s) for s in shapes}) != 1
+        or not -len(shapes[0]) <= axis < len(shapes[0])
+    ):
+        return False
+    axis %= len(shapes[0])
+    return len({s[:axis] + s[axis + 1 :] for s in shapes}) == 1
+
+
+def _decode_into_place(arrays: list, axis: int) -> np.ndarray:
+    """``np.concatenate`` whose stored pieces decode straight into their slot of the result:
+    one pass over the stored bytes instead of a decoded copy of each piece and then a copy of
+    that into the result (a dask rechunk of a dfits array, such as an FFT's first transpose,
+    assembles its blocks this way)."""
+    axis %= np.ndim(arrays[0])
+    dtype = np.result_type(*(np.dtype(a.dtype) for a in arrays))
+    shape = list(np.shape(arrays[0]))
+    shape[axis] = sum(np.shape(a)[axis] for a in arrays)
+    out = np.empty(shape, dtype=dtype)
+    start = 0
+    for a in arrays:
+        stop = start + np.shape(a)[axis]
+        slot = out[(slice(None),) * axis + (slice(start, stop),)]
+        if isinstance(a, StoredChunk) and not a.decoded and a.dtype == dtype:
+            a.spec.check()
+            kernels.decode(a.u, a.spec, out=slot)
+        else:
+            slot[...] = materialize(a)
+        start = stop
+    return out

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from dfits.array import cut_handlers, handlers, nanmask  # noqa: F401  (fill the tables)
-from dfits.array.lazy import materialize
 from dfits.array.partials import PartialStack, SumPartial, concatenate_partials
 from dfits.array.stored import StoredChunk
 
@@ -61,4 +60,5 @@ def _concatenate_chunks(arrays: Any, axis: int = 0, out: Any = None) -> Any:
     if len(arrays) == 1 and out is None and isinstance(arrays[0], StoredChunk):
         # one block (map_blocks with drop_axis "concatenates" single blocks): keep it stored
         return arrays[0]
-    return np.concatenate(materialize(arrays), axis=axis, out=out)
+    # numpy dispatches to the stored chunks' handler, which decodes each piece into place
+    return np.concatenate(arrays, axis=axis, out=out)
