@@ -116,8 +116,13 @@ def columns(
 
 def split_axis(block: Any, axis: int, n2: int) -> np.ndarray:
     """``(..., r * n2, ...)`` → ``(..., r, n2, ...)``: a chunk of whole rows of the six-step's
-    matrix (a view, no copy, when the block is contiguous)."""
-    block = np.asarray(block)
+    matrix (a view, no copy, when the block is contiguous).
+
+    A dfits stored chunk stays stored (its reshape is a view of the stored bytes): the first
+    transpose then decodes each piece straight into the block the column FFTs transform,
+    instead of decoding here and copying there."""
+    if not hasattr(block, "reshape"):
+        block = np.asarray(block)
     shape = block.shape
     return block.reshape((*shape[:axis], shape[axis] // n2, n2, *shape[axis + 1 :]))
 

@@ -76,9 +76,20 @@ def _whole(x: da.Array, full: int, auto: int, limit: int) -> dict[int, Any]:
     return spec
 
 
-def _move(x: da.Array, spec: dict[int, Any], limit: int, opts: Options) -> da.Array:
+def _move(
+    x: da.Array, spec: dict[int, Any], limit: int, opts: Options, *, first: bool = False
+) -> da.Array:
+    # The first transpose may hold the caller's blocks: dfits stored chunks, whose pieces a
+    # task rechunk decodes straight into the blocks the FFT transforms (one pass over the
+    # stored bytes, no decoded copy). P2P cannot carry them (its shards must be buffers,
+    # which a Python class can be only from Python 3.12), so that one runs as tasks.
     return transpose(
-        x, spec, memory_limit=opts.memory_limit, block_bytes=limit, scratch=opts.scratch
+        x,
+        spec,
+        memory_limit=opts.memory_limit,
+        block_bytes=limit,
+        scratch=opts.scratch,
+        method="tasks" if first else None,
     )
 
 
@@ -86,7 +97,7 @@ def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
     if len(x.chunks[axis]) > 1:
         limit = _limit(x, dtype, opts)
         spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
-        x = _move(x, spec, limit, opts)
+        x = _move(x, spec, limit, opts, first=True)
     return x.map_blocks(
         blocks.lines, axis=axis, inverse=inverse, ctype=dtype, factor=factor, meta=_meta(x, dtype)
     )
@@ -135,14 +146,14 @@ def _aligned(x: da.Array, axis: int, n2: int, limit: int) -> da.Array:
     if _tile(x.chunks[axis]) % n2 == 0 and longest <= most * n2:
         return x
     rows = min(most, max(1, round(longest / n2)))
-    return x.rechunk({axis: rows * n2})
+    return x.rechunk({axis: rows * n2}, method="tasks")  # the caller's blocks: see _move
 
 
 def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     n1, n2 = split.n1, split.n2
     limit = _limit(x, dtype, opts)
     y = _split(_aligned(x, axis, n2, limit), axis, n2)
-    y = _move(y, _whole(y, axis, axis + 1, limit), limit, opts)
+    y = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True)
     y = y.map_blocks(
         blocks.columns, axis=axis, n=n1 * n2, inverse=inverse, ctype=dtype, meta=_meta(y, dtype)
     )

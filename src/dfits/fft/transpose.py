@@ -61,6 +61,7 @@ def transpose(
     memory_limit: int,
     block_bytes: int,
     scratch: str | Path | None,
+    method: str | None = None,
 ) -> da.Array:
     """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through scratch zarr.
 
@@ -75,8 +76,10 @@ def transpose(
         Budget of one block (``"auto"`` chunks are sized to it).
     scratch : str or Path or None
         Where the scratch stores go (see :func:`scratch_dir`).
+    method : {"tasks", "p2p"}, optional
+        dask's rechunk method (its default when omitted: P2P on a distributed cluster).
     """
-    target = x.rechunk(chunks, block_size_limit=block_bytes)
+    target = x.rechunk(chunks, block_size_limit=block_bytes, method=method)
     if x.nbytes <= memory_limit or target.chunks == x.chunks:
         return target
     return _through_zarr(x, target.chunks, scratch_dir(scratch))
