@@ -10,9 +10,9 @@ and, for :func:`fft`/:func:`ifft`, ``order``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import dask.array as da
 import numpy as np
@@ -21,7 +21,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from dfits.fft.plan import default_memory_limit, parse_norm, scale
 from dfits.fft.sixstep import Options, along
 
-__all__ = ["fft", "fftn", "ifft", "ifftn", "irfft", "irfftn", "rfft", "rfftn"]
+__all__ = ["NdTransform", "fft", "fftn", "ifft", "ifftn", "irfft", "irfftn", "rfft", "rfftn"]
 
 Order = Literal["natural", "transposed"]
 
@@ -212,70 +212,72 @@ def _many(a, pairs, norm, inverse, opts) -> da.Array:
     return a
 
 
-def fftn(
-    a: Any,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    *,
-    block_size: int | str | None = None,
-    memory_limit: int | str | None = None,
-    scratch: str | Path | None = None,
-) -> da.Array:
-    """N-dimensional FFT, like :func:`numpy.fft.fftn`: :func:`fft` along each axis in turn."""
-    a = da.asarray(a)
-    return _many(a, _axes(a, s, axes), norm, False, _options(block_size, memory_limit, scratch))
+class NdTransform(Protocol):
+    """The signature of :func:`fftn`, :func:`ifftn`, :func:`rfftn` and :func:`irfftn`:
+    numpy's ``(a, s, axes, norm)`` plus the keyword-only extras of :func:`fft`."""
+
+    def __call__(
+        self,
+        a: Any,
+        s: Sequence[int] | None = None,
+        axes: Sequence[int] | None = None,
+        norm: str | None = None,
+        *,
+        block_size: int | str | None = None,
+        memory_limit: int | str | None = None,
+        scratch: str | Path | None = None,
+    ) -> da.Array: ...
 
 
-def ifftn(
-    a: Any,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    *,
-    block_size: int | str | None = None,
-    memory_limit: int | str | None = None,
-    scratch: str | Path | None = None,
-) -> da.Array:
+def _nd(name: str, run: Callable[[da.Array, list, Any, dict], da.Array]) -> NdTransform:
+    """The public n-D function ``name``: numpy's pairing of ``s`` and ``axes``, then ``run``
+    (``a``, ``[(axis, n), ...]``, ``norm``, the extras as keywords)."""
+
+    def transform(
+        a: Any,
+        s: Sequence[int] | None = None,
+        axes: Sequence[int] | None = None,
+        norm: str | None = None,
+        *,
+        block_size: int | str | None = None,
+        memory_limit: int | str | None = None,
+        scratch: str | Path | None = None,
+    ) -> da.Array:
+        a = da.asarray(a)
+        kw = {"block_size": block_size, "memory_limit": memory_limit, "scratch": scratch}
+        return run(a, _axes(a, s, axes), norm, kw)
+
+    transform.__name__ = transform.__qualname__ = name
+    transform.__doc__ = run.__doc__
+    return transform
+
+
+def _fftn(a: da.Array, pairs: list, norm: Any, kw: dict) -> da.Array:
+    """N-dimensional FFT, like :func:`numpy.fft.fftn`: :func:`fft` along each axis in turn.
+
+    Takes numpy's ``(a, s, axes, norm)`` and the keyword-only extras of :func:`fft`."""
+    return _many(a, pairs, norm, False, _options(**kw))
+
+
+def _ifftn(a: da.Array, pairs: list, norm: Any, kw: dict) -> da.Array:
     """Inverse of :func:`fftn`, like :func:`numpy.fft.ifftn`."""
-    a = da.asarray(a)
-    return _many(a, _axes(a, s, axes), norm, True, _options(block_size, memory_limit, scratch))
+    return _many(a, pairs, norm, True, _options(**kw))
 
 
-def rfftn(
-    a: Any,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    *,
-    block_size: int | str | None = None,
-    memory_limit: int | str | None = None,
-    scratch: str | Path | None = None,
-) -> da.Array:
+def _rfftn(a: da.Array, pairs: list, norm: Any, kw: dict) -> da.Array:
     """N-dimensional FFT of real input, like :func:`numpy.fft.rfftn`: :func:`rfft` along the
     last of ``axes``, then :func:`fft` along the others."""
-    a = da.asarray(a)
-    pairs = _axes(a, s, axes)
     (last, n), rest = pairs[-1], pairs[:-1]
-    kw = {"block_size": block_size, "memory_limit": memory_limit, "scratch": scratch}
-    y = rfft(a, n, last, norm, **kw)
-    return _many(y, rest, norm, False, _options(block_size, memory_limit, scratch))
+    return _many(rfft(a, n, last, norm, **kw), rest, norm, False, _options(**kw))
 
 
-def irfftn(
-    a: Any,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    *,
-    block_size: int | str | None = None,
-    memory_limit: int | str | None = None,
-    scratch: str | Path | None = None,
-) -> da.Array:
+def _irfftn(a: da.Array, pairs: list, norm: Any, kw: dict) -> da.Array:
     """Inverse of :func:`rfftn`, like :func:`numpy.fft.irfftn`."""
-    a = da.asarray(a)
-    pairs = _axes(a, s, axes)
     (last, n), rest = pairs[-1], pairs[:-1]
-    y = _many(a, rest, norm, True, _options(block_size, memory_limit, scratch))
-    kw = {"block_size": block_size, "memory_limit": memory_limit, "scratch": scratch}
-    return irfft(y, n, last, norm, **kw)
+    return irfft(_many(a, rest, norm, True, _options(**kw)), n, last, norm, **kw)
+
+
+fftn = _nd("fftn", _fftn)
+ifftn = _nd("ifftn", _ifftn)
+rfftn = _nd("rfftn", _rfftn)
+irfftn = _nd("irfftn", _irfftn)
