@@ -8,13 +8,18 @@ Cases
 ``inmem``   1-D complex128 of 2**log2n values, chunked along the axis: ``numpy.fft.fft``,
             ``x.rechunk(n)`` + ``dask.array.fft.fft``, ``dfits.fft.fft`` (natural and
             transposed order). Normalised time = seconds / (N log2 N) in ns.
+``2d``      ``fftn`` of a side x side float32 FITS image in tile x tile chunks, written to a
+            zarr array, against ``numpy.fft.fft2`` of the image in memory.
+
+``inmem`` and ``2d`` also run ``scipy.fft`` with ``workers=-1`` (pocketfft on every core: the
+field's fastest in-core FFT here) and ``limit``: ``--passes`` bare ``np.copyto`` of the array's
+complex bytes, the memory-bandwidth floor the six-step's passes cannot beat. Each row also
+gives the child process' CPU seconds (set-up included), steadier than wall time on a busy
+machine.
 ``ooc``     1-D complex64 of 2**log2n values read from a FITS file (an ``(N, 2)`` float32 image:
             real, imaginary), transformed through the scratch zarr store and written to a zarr
             array; compared with the floor: sequential read + write of the same bytes, once per
             pass over the data.
-``2d``      ``fftn`` of a side x side float32 FITS image in tile x tile chunks, written to a
-            zarr array, against ``numpy.fft.fft2`` of the image in memory.
-
 Examples (the issue's sizes; a quiet machine needed)::
 
     python benchmarks/fft.py inmem --log2n 26 --repeat 5
@@ -39,10 +44,20 @@ from pathlib import Path
 
 #: methods of each case, in the order they are printed
 METHODS = {
-    "inmem": ["numpy", "dask-rechunk", "dfits", "dfits-transposed"],
+    "inmem": ["limit", "numpy", "scipy", "dask-rechunk", "dfits", "dfits-transposed"],
     "ooc": ["floor", "dfits"],
-    "2d": ["numpy", "dfits"],
+    "2d": ["limit", "numpy", "scipy", "dfits"],
 }
+
+
+def _limit(values, passes: int) -> None:
+    """The memory-bandwidth floor: ``passes`` bare copies of the array's bytes (each pass of
+    a six-step reads and writes every value at least once; the transposes cannot beat this)."""
+    import numpy as np
+
+    out = np.empty_like(values)
+    for _ in range(passes):
+        np.copyto(out, values)
 
 
 def _peak_rss() -> int:
@@ -58,10 +73,10 @@ def _inmem(method: str, args: argparse.Namespace) -> float:
     x = da.random.default_rng(0).standard_normal(n, chunks=chunk).astype(np.complex128)
     x = x.persist()
     start = time.perf_counter()
-    if method == "numpy":
+    if method in ("numpy", "scipy", "limit"):
         values = x.compute()
         start = time.perf_counter()
-        np.fft.fft(values)
+        _in_core(method, values, args.passes, axes=(0,))
     elif method == "dask-rechunk":
         da.fft.fft(x.rechunk(n)).compute()
     else:
@@ -146,17 +161,16 @@ def _image_file(args: argparse.Namespace) -> Path:
 
 
 def _2d(method: str, args: argparse.Namespace) -> float:
-    import numpy as np
 
     import dfits
 
     path = _image_file(args)
     x = dfits.open(path, chunks=(args.tile, args.tile))[0].data
     x[:4, :4].compute()  # compile the decode kernels before the clock starts
-    if method == "numpy":
+    if method in ("numpy", "scipy", "limit"):
         values = x.compute()
         start = time.perf_counter()
-        np.fft.fft2(values)
+        _in_core(method, values, args.passes, axes=(0, 1))
         return time.perf_counter() - start
     import dfits.fft
 
@@ -168,6 +182,20 @@ def _2d(method: str, args: argparse.Namespace) -> float:
     return elapsed
 
 
+def _in_core(method: str, values, passes: int, axes: tuple[int, ...]) -> None:
+    """numpy's FFT (one thread), scipy's (``workers=-1``: every core) or the copy floor."""
+    import numpy as np
+
+    if method == "numpy":
+        np.fft.fftn(values, axes=axes)
+    elif method == "scipy":
+        import scipy.fft
+
+        scipy.fft.fftn(values, axes=axes, workers=-1)
+    else:
+        _limit(values.astype(np.result_type(values.dtype, np.complex64)), passes)
+
+
 CASES = {"inmem": _inmem, "ooc": _ooc, "2d": _2d}
 
 
@@ -176,7 +204,9 @@ def _child(args: argparse.Namespace) -> None:
 
     with dask.config.set(scheduler="threads", num_workers=args.threads):
         seconds = CASES[args.case](args.child, args)
-    print(json.dumps({"seconds": seconds, "rss": _peak_rss()}))
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU seconds of the whole child (set-up included): steadier than wall time on a busy host
+    print(json.dumps({"seconds": seconds, "rss": _peak_rss(), "cpu": cpu.ru_utime + cpu.ru_stime}))
 
 
 def _run_one(method: str, argv: list[str]) -> dict:
@@ -198,7 +228,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tile", type=int, default=256, help="2d: chunk side")
     p.add_argument("--block", default="32MiB", help="dfits.fft block_size")
     p.add_argument("--memory", default="1GiB", help="ooc: dfits.fft memory_limit")
-    p.add_argument("--passes", type=int, default=4, help="ooc: passes the floor copies")
+    p.add_argument(
+        "--passes", type=int, default=4, help="ooc, limit: passes the floor copies (3 + a write)"
+    )
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--dir", default=tempfile.gettempdir(), help="where files and scratch go")
@@ -218,6 +250,7 @@ def measure(argv: list[str]) -> dict[str, dict]:
             "median": statistics.median(times),
             "times": times,
             "rss": max(r["rss"] for r in runs),
+            "cpu": statistics.median(r["cpu"] for r in runs),
         }
     return results
 
@@ -229,9 +262,10 @@ def report(case: str, results: dict[str, dict], args: argparse.Namespace) -> str
         norm = r["median"] / (n * math.log2(n)) * 1e9
         lines.append(
             f"  {method:18s} {r['median']:9.3f} s  peak RSS {r['rss'] / 2**30:6.2f} GiB"
-            f"  normalised {norm:6.3f} ns/(N log2 N)"
+            f"  normalised {norm:6.3f} ns/(N log2 N)  child CPU {r['cpu']:7.2f} s"
         )
     base = results.get("numpy") or results.get("floor")
+    # the limit is a floor, not a competitor: the ratios compare with numpy
     if base:
         for method, r in results.items():
             lines.append(f"  {method:18s} {base['median'] / r['median']:6.2f}x the baseline")

@@ -28,3 +28,6 @@ def test_benchmark_cases_run(tmp_path, args):
     ).stdout
     assert "median of 1" in out
     assert "x the baseline" in out
+    methods = {"inmem": ["limit", "numpy", "scipy", "dask-rechunk", "dfits"], "2d": ["scipy"]}
+    for method in methods.get(args[0], []):
+        assert f"  {method} " in out  # every method side by side in one run
