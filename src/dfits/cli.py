@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dfits.demo import add_arguments as add_demo_arguments
-from dfits.errors import DfitsError
+from dfits.errors import DfitsError, UnsupportedError
 
 __all__ = ["main"]
 
@@ -258,6 +258,19 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from dfits.xarray.convert import fits_to_zarr, zarr_to_fits
+
+    if os.fspath(args.out).rstrip("/").endswith(".zarr"):
+        fits_to_zarr(args.file, args.out, overwrite=args.overwrite)
+    elif os.fspath(args.file).rstrip("/").endswith(".zarr"):
+        zarr_to_fits(args.file, args.out, overwrite=args.overwrite)
+    else:
+        raise UnsupportedError(f"convert: one of {args.file!r}, {args.out!r} must end in .zarr")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from dfits.demo import run
 
@@ -305,6 +318,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     _add_progress_flags(p)
     p.set_defaults(func=_cmd_moment)
+
+    p = sub.add_parser("convert", help="FITS images to a zarr group (out.zarr), or back")
+    p.add_argument("file")
+    p.add_argument("out")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.set_defaults(func=_cmd_convert)
 
     p = sub.add_parser("warm", help="compile the common kernels into the on-disk cache")
     p.add_argument("--jobs", type=int, help="worker processes (default: one per CPU)")
