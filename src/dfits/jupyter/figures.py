@@ -19,102 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from dfits.jupyter.annotate import channel_width, draw_beam, masked, spectral_axis
+from dfits.jupyter.decimate import MAX_BYTES, decimation, remote_bytes, touched_bytes
+
 __all__ = ["decimation", "plot_channel_maps", "quicklook", "touched_bytes"]
-
-PAGE = 4096
-MAX_BYTES = 256 * 2**20
-
-
-def touched_bytes(
-    shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...], page: int = PAGE
-) -> int:
-    """Bytes of the pages a C-ordered ``array[::steps]`` view touches (an estimate).
-
-    Works outwards from the fastest axis: a run of selected items whose spacing is under a
-    page shares pages; once the spacing reaches a page each item costs its own pages.
-
-    >>> touched_bytes((64, 256, 256), 4, (1, 1, 1)) == 64 * 256 * 256 * 4
-    True
-    >>> touched_bytes((64, 256, 256), 4, (4, 1, 1)) == 16 * 256 * 256 * 4
-    True
-    """
-    pages = 1.0  # pages touched by one selected item of the axis below
-    extent = itemsize  # bytes spanned by one item of the axis below
-    stride = itemsize  # bytes between consecutive indices of the current axis
-    for n, s in zip(reversed(shape), reversed(steps), strict=True):
-        count = -(-n // s)
-        spacing = s * stride
-        if spacing >= page or extent >= page:
-            pages = count * pages
-        else:
-            pages = min(count * pages, math.ceil(((count - 1) * spacing + extent) / page))
-        extent = (count - 1) * spacing + extent
-        stride *= n
-    return int(pages * page) if shape else itemsize
-
-
-def _remote_bytes(shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...]) -> int:
-    # remote reads fetch the bounding box of each selected plane of the slowest axis
-    if len(shape) < 2:
-        return math.prod(shape) * itemsize
-    return -(-shape[0] // steps[0]) * math.prod(shape[1:]) * itemsize
-
-
-def decimation(
-    shape: tuple[int, ...],
-    itemsize: int,
-    max_bytes: int = MAX_BYTES,
-    *,
-    remote: bool = False,
-    keep: tuple[int, ...] | None = None,
-) -> tuple[int, ...]:
-    """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``.
-
-    Greedy: doubles the stride of the spectral axis, or of both image axes at once (square
-    pixels), whichever saves the most bytes, never leaving fewer than ``keep[i]`` samples on
-    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains.
-
-    >>> decimation((64, 256, 256), 4)
-    (1, 1, 1)
-    >>> s = decimation((512, 4096, 4096), 4)
-    >>> touched_bytes((512, 4096, 4096), 4, s) <= 256 * 2**20
-    True
-    """
-    shape = tuple(int(n) for n in shape)
-    if keep is None:
-        keep = (8,) * (len(shape) - 2) + (32, 32) if len(shape) >= 2 else (32,) * len(shape)
-
-    def cost(steps: tuple[int, ...]) -> int:
-        if remote:
-            return _remote_bytes(shape, itemsize, steps)
-        return touched_bytes(shape, itemsize, steps)
-
-    # moves: double one leading (spectral) axis, or both image axes together so pixels
-    # stay square
-    nd = len(shape)
-    moves = [(ax,) for ax in range(max(0, nd - 2))] + ([tuple(range(max(0, nd - 2), nd))])
-    show = (128,) * max(0, nd - 2) + (512,) * min(nd, 2)
-    steps = (1,) * nd
-    for strict in (True, False):
-        while cost(steps) > max_bytes:
-            best = None
-            for move in moves:
-                if all(steps[ax] >= shape[ax] for ax in move):
-                    continue
-                if strict and any(-(-shape[ax] // (steps[ax] * 2)) < keep[ax] for ax in move):
-                    continue
-                trial = tuple(
-                    min(s * 2, max(shape[ax], 1)) if ax in move else s for ax, s in enumerate(steps)
-                )
-                # ties: the axis furthest above what a figure can show
-                over = max(-(-shape[ax] // steps[ax]) / show[ax] for ax in move)
-                key = (cost(trial), -over)
-                if best is None or key < best[0]:
-                    best = (key, trial)
-            if best is None:
-                break
-            steps = best[1]
-    return steps
 
 
 def _is_remote(hdu: Any) -> bool:
@@ -206,7 +114,11 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[tuple[int, ...], tuple[
     if not hdu.is_image or not hdu.shape:
         raise ValueError(f"HDU {hdu.index} ({hdu.kind}) has no image data to look at")
     shape = hdu.shape
-    lead = (0,) * max(0, len(shape) - 3)
+    nd = len(shape)
+    # a cube only when the WCS's spectral axis is the one above the image plane; other
+    # leading axes (Stokes, HST's chip groups) are fixed at their first plane
+    cube = nd >= 3 and spectral_axis(hdu.header, nd) == nd - 3
+    lead = (0,) * max(0, nd - (3 if cube else 2))
     tail = shape[len(lead) :]
     layout = getattr(hdu, "layout", None)  # array-backed views (xarray) have no byte layout
     itemsize = layout.decode.itemsize if layout is not None else hdu.dtype.itemsize
@@ -215,7 +127,7 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[tuple[int, ...], tuple[
         return lead, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"
     remote = _is_remote(hdu)
     steps = decimation(tail, itemsize, max_bytes, remote=remote)
-    cost = (_remote_bytes if remote else touched_bytes)(tail, itemsize, steps)
+    cost = (remote_bytes if remote else touched_bytes)(tail, itemsize, steps)
     if steps == (1,) * len(tail):
         return lead, steps, f"full resolution: read {_mib(total)}"
     stride = "×".join(str(s) for s in steps)
@@ -255,30 +167,34 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
     bunit = str(header.get("BUNIT", "") or "").strip()
     if len(steps) == 1:
         raise ValueError("quicklook needs an image of 2 or more axes")
-    image, spectrum = _moment0_and_spectrum(hdu, lead, steps, full)
+    fits_axis = len(hdu.shape) - len(lead)
+    width, wunit = channel_width(header, fits_axis) if len(steps) == 3 else (1.0, "")
+    image, spectrum = _moment0_and_spectrum(hdu, lead, steps, full, width)
     wcs = _celestial_wcs(header, steps[-2:])
     name = f"HDU {hdu.index} {hdu.name}".strip()
+    if lead and spectrum is None:
+        name += f" [plane {', '.join(map(str, lead))}]"
+    fig = _figure((6.0, 5.4) if spectrum is None else (11.0, 4.8))
+    grid = fig.add_gridspec(
+        1, 1 if spectrum is None else 2, width_ratios=(1.0, 1.2)[: 1 + (spectrum is not None)]
+    )
+    ax = _image_axes(fig, grid[0, 0], wcs)
+    vmin, vmax = _limits(image)
+    im = ax.imshow(masked(image), origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+    draw_beam(ax, header, wcs)
     if spectrum is None:
-        fig = _figure((6.0, 5.4))
-        ax = _image_axes(fig, 111, wcs)
-        vmin, vmax = _limits(image)
-        im = ax.imshow(image, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
-        fig.colorbar(im, ax=ax, label=bunit or None)
+        fig.colorbar(im, ax=ax, label=bunit or "value [no BUNIT]")
         ax.set_title(name)
     else:
-        fig = _figure((11.0, 4.8))
-        grid = fig.add_gridspec(1, 2, width_ratios=(1.0, 1.2))
-        ax = _image_axes(fig, grid[0, 0], wcs)
-        vmin, vmax = _limits(image)
-        im = ax.imshow(image, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
-        fig.colorbar(im, ax=ax, label=f"Σ {bunit} × channels" if bunit else "sum over channels")
-        ax.set_title(f"{name}: moment 0 (channel sum)")
+        # Σ I·Δν as .fits.moment(0): unit BUNIT × the spectral axis' unit
+        unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
+        fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δ [{unit}]")
+        ax.set_title(f"{name}: moment 0")
         sp = fig.add_subplot(grid[0, 1])
-        fits_axis = len(hdu.shape) - len(lead)
         x, label = _axis_values(header, fits_axis, hdu.shape[len(lead)], steps[0])
         sp.plot(x, spectrum, drawstyle="steps-mid", lw=1.0)
         sp.set_xlabel(label)
-        sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean")
+        sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean [no BUNIT]")
         sp.set_title("integrated spectrum (spatial mean)")
         sp.ticklabel_format(axis="x", useOffset=False)
         sp.grid(alpha=0.3)
@@ -287,33 +203,35 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
 
 
 def _moment0_and_spectrum(
-    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool
+    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool, width: float = 1.0
 ) -> tuple[np.ndarray, Any]:
-    """The moment-0 image (float64) and mean spectrum of a cube; an image and None in 2-D."""
+    """Moment 0 (Σ I·Δ, ``width`` per channel; NaN where no channel is finite) and the mean
+    spectrum of a cube, as float64; an image and None in 2-D."""
     if full:
         from dfits.array import reduce
         from dfits.jupyter.progress import compute
 
         data = hdu.data[lead] if lead else hdu.data
-        if len(steps) == 3:
-            image, spectrum = compute(
-                reduce(data, "nansum", axis=0),
-                reduce(data, "nanmean", axis=(1, 2)),
-                progress=False,
-            )
-        else:
+        if len(steps) != 3:
             (image,) = compute(data, progress=False)
-            spectrum = None
-    else:
-        cube = _read(hdu, steps, lead)
-        if len(steps) == 3:
-            with np.errstate(invalid="ignore"), _quiet():
-                # every steps[0]-th channel read: scale the sum to the whole band
-                image = np.nansum(cube, axis=0) * steps[0]
-                spectrum = np.nanmean(cube, axis=(1, 2))
-        else:
-            image, spectrum = cube, None
-    return np.asarray(image, dtype=np.float64), spectrum
+            return np.asarray(image, dtype=np.float64), None
+        image, finite, spectrum = compute(
+            reduce(data, "nansum", axis=0),
+            reduce(data, "count", axis=0),
+            reduce(data, "nanmean", axis=(1, 2)),
+            progress=False,
+        )
+        image = np.where(np.asarray(finite) > 0, np.asarray(image, dtype=np.float64), np.nan)
+        return image * width, spectrum
+    cube = _read(hdu, steps, lead)
+    if len(steps) != 3:
+        return cube, None
+    with np.errstate(invalid="ignore"), _quiet():
+        # every steps[0]-th channel read: scale the sum to the whole band
+        image = np.nansum(cube, axis=0) * (steps[0] * width)
+        image[~np.isfinite(cube).any(axis=0)] = np.nan
+        spectrum = np.nanmean(cube, axis=(1, 2))
+    return image, spectrum
 
 
 @contextlib.contextmanager
@@ -344,7 +262,10 @@ def plot_channel_maps(
     """
     lead, steps, note = _plan(hdu, full, max_bytes)
     if len(steps) != 3:
-        raise ValueError("channel maps need a cube (3 or more axes)")
+        raise ValueError(
+            f"HDU {hdu.index} {hdu.name}: channel maps need a cube with a spectral axis in its "
+            "WCS (3 or more axes); this image has none"
+        )
     maps, chans = _channel_means(hdu, lead, steps, n, full)
     header = hdu.header
     fits_axis = len(hdu.shape) - len(lead)
@@ -358,7 +279,8 @@ def plot_channel_maps(
     im = None
     for k, (m, ch) in enumerate(zip(stack, chans, strict=True)):
         ax = _image_axes(fig, (nrows, ncols, k + 1), wcs)
-        im = ax.imshow(m, origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+        im = ax.imshow(masked(m), origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
+        draw_beam(ax, header, wcs)
         lo, hi = values[ch[0]], values[ch[-1]]
         unit = label.split("[")[-1].rstrip("]") if "[" in label else ""
         ax.set_title(f"ch {ch[0]}–{ch[-1]}: {lo:.4f}–{hi:.4f} {unit}", fontsize=8)
@@ -373,7 +295,9 @@ def plot_channel_maps(
             ax.set_xlabel("")
             ax.set_ylabel("")
     bunit = str(header.get("BUNIT", "") or "").strip()
-    fig.colorbar(im, ax=fig.axes, shrink=0.8, label=f"mean [{bunit}]" if bunit else "mean")
+    fig.colorbar(
+        im, ax=fig.axes, shrink=0.8, label=f"mean [{bunit}]" if bunit else "mean [no BUNIT]"
+    )
     fig.suptitle(f"HDU {hdu.index} {hdu.name}: {len(maps)} channel maps", fontsize=10)
     fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
     return fig

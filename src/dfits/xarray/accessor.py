@@ -294,7 +294,7 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
 
         obj = self._obj
         try:
-            text = self.wcs.to_header().tostring()
+            text = self.wcs.to_header().tostring(endcard=False, padding=False)
         except (WCSError, ValueError):
             text = self._text() if isinstance(obj.attrs.get("fits_header"), str) else ""
         else:
@@ -303,6 +303,11 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
             if isinstance(bunit, str) and bunit:
                 with contextlib.suppress(ValueError):
                     text += format_card("BUNIT", bunit).decode("ascii")
+            # the WCS header has no beam: carry it over so quicklook can draw it
+            source = self.header if isinstance(obj.attrs.get("fits_header"), str) else {}
+            for key in ("BMAJ", "BMIN", "BPA"):
+                if isinstance(source.get(key), int | float):
+                    text += format_card(key, source.get(key)).decode("ascii")
         return ArrayHDU(fused_dask(obj), Header(text.encode("latin-1")), str(obj.name or ""))
 
     def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:

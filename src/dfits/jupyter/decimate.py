@@ -1,0 +1,106 @@
+"""How much of a cube a quick look may read: strides per axis under a byte budget.
+
+A decimated read is ``hdu.section[::s0, ::s1, ::s2]``; these functions estimate the bytes
+such a view touches (4 KiB pages locally, whole planes remotely) and pick the strides.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["MAX_BYTES", "PAGE", "decimation", "remote_bytes", "touched_bytes"]
+
+PAGE = 4096
+MAX_BYTES = 256 * 2**20
+
+
+def touched_bytes(
+    shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...], page: int = PAGE
+) -> int:
+    """Bytes of the pages a C-ordered ``array[::steps]`` view touches (an estimate).
+
+    Works outwards from the fastest axis: a run of selected items whose spacing is under a
+    page shares pages; once the spacing reaches a page each item costs its own pages.
+
+    >>> touched_bytes((64, 256, 256), 4, (1, 1, 1)) == 64 * 256 * 256 * 4
+    True
+    >>> touched_bytes((64, 256, 256), 4, (4, 1, 1)) == 16 * 256 * 256 * 4
+    True
+    """
+    pages = 1.0  # pages touched by one selected item of the axis below
+    extent = itemsize  # bytes spanned by one item of the axis below
+    stride = itemsize  # bytes between consecutive indices of the current axis
+    for n, s in zip(reversed(shape), reversed(steps), strict=True):
+        count = -(-n // s)
+        spacing = s * stride
+        if spacing >= page or extent >= page:
+            pages = count * pages
+        else:
+            pages = min(count * pages, math.ceil(((count - 1) * spacing + extent) / page))
+        extent = (count - 1) * spacing + extent
+        stride *= n
+    return int(pages * page) if shape else itemsize
+
+
+def remote_bytes(shape: tuple[int, ...], itemsize: int, steps: tuple[int, ...]) -> int:
+    # remote reads fetch the bounding box of each selected plane of the slowest axis
+    if len(shape) < 2:
+        return math.prod(shape) * itemsize
+    return -(-shape[0] // steps[0]) * math.prod(shape[1:]) * itemsize
+
+
+def decimation(
+    shape: tuple[int, ...],
+    itemsize: int,
+    max_bytes: int = MAX_BYTES,
+    *,
+    remote: bool = False,
+    keep: tuple[int, ...] | None = None,
+) -> tuple[int, ...]:
+    """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``.
+
+    Greedy: doubles the stride of the spectral axis, or of both image axes at once (square
+    pixels), whichever saves the most bytes, never leaving fewer than ``keep[i]`` samples on
+    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains.
+
+    >>> decimation((64, 256, 256), 4)
+    (1, 1, 1)
+    >>> s = decimation((512, 4096, 4096), 4)
+    >>> touched_bytes((512, 4096, 4096), 4, s) <= 256 * 2**20
+    True
+    """
+    shape = tuple(int(n) for n in shape)
+    if keep is None:
+        keep = (8,) * (len(shape) - 2) + (32, 32) if len(shape) >= 2 else (32,) * len(shape)
+
+    def cost(steps: tuple[int, ...]) -> int:
+        if remote:
+            return remote_bytes(shape, itemsize, steps)
+        return touched_bytes(shape, itemsize, steps)
+
+    # moves: double one leading (spectral) axis, or both image axes together so pixels
+    # stay square
+    nd = len(shape)
+    moves = [(ax,) for ax in range(max(0, nd - 2))] + ([tuple(range(max(0, nd - 2), nd))])
+    show = (128,) * max(0, nd - 2) + (512,) * min(nd, 2)
+    steps = (1,) * nd
+    for strict in (True, False):
+        while cost(steps) > max_bytes:
+            best = None
+            for move in moves:
+                if all(steps[ax] >= shape[ax] for ax in move):
+                    continue
+                if strict and any(-(-shape[ax] // (steps[ax] * 2)) < keep[ax] for ax in move):
+                    continue
+                trial = tuple(
+                    min(s * 2, max(shape[ax], 1)) if ax in move else s for ax, s in enumerate(steps)
+                )
+                # ties: the axis furthest above what a figure can show
+                over = max(-(-shape[ax] // steps[ax]) / show[ax] for ax in move)
+                key = (cost(trial), -over)
+                if best is None or key < best[0]:
+                    best = (key, trial)
+            if best is None:
+                break
+            steps = best[1]
+    return steps
