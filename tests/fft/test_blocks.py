@@ -81,3 +81,21 @@ def test_numpy_and_scipy_pocketfft_give_numpy_results(monkeypatch, library):
     x = signal(np.random.default_rng(3), (3, 4096), np.complex64)
     with dask.config.set(scheduler="sync"):
         check(F.fft(da.from_array(x, chunks=(3, 512)), block_size=8192), np.fft.fft(x))
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_lines_on_several_threads_equal_numpy(inverse):
+    x = np.random.default_rng(3).standard_normal((64, 96)).astype(np.float32)
+    got = blocks.lines(x, 0, inverse, np.dtype(np.complex64), 0.5, workers=2)
+    ref = (np.fft.ifft(x, axis=0, norm="forward") if inverse else np.fft.fft(x, axis=0)) * 0.5
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_pass_over_one_block_gives_it_every_core():
+    import os
+
+    from dfits.fft.sixstep import _workers
+
+    assert _workers(da.zeros((64, 64), chunks=64)) == (os.cpu_count() or 1)
+    assert _workers(da.zeros((64, 64), chunks=1)) == 1

@@ -42,23 +42,29 @@ def _library() -> Any:
     return library
 
 
-def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype) -> np.ndarray:
+def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype, workers: int = 1) -> np.ndarray:
     # both libraries compute in the input's precision (complex64 stays complex64); casting
     # ints first makes them follow numpy.fft's result dtype exactly
     block = np.asarray(block)
     if block.dtype != ctype and not np.issubdtype(block.dtype, np.floating):
         block = block.astype(ctype)
     library = _library()
+    # scipy splits the lines of one block over ``workers`` threads (a pass of fewer blocks
+    # than cores would leave cores idle); numpy's pocketfft has one thread
+    kw = {"workers": workers} if library is not np.fft and workers > 1 else {}
     if inverse:
-        out = library.ifft(block, axis=axis, norm="forward")
+        out = library.ifft(block, axis=axis, norm="forward", **kw)
     else:
-        out = library.fft(block, axis=axis, norm="backward")
+        out = library.fft(block, axis=axis, norm="backward", **kw)
     return out.astype(ctype, copy=False)
 
 
-def lines(block: Any, axis: int, inverse: bool, ctype: np.dtype, factor: float) -> np.ndarray:
-    """Transform every line of ``block`` along ``axis`` (one whole line per block), scaled."""
-    out = _fft(block, axis, inverse, ctype)
+def lines(
+    block: Any, axis: int, inverse: bool, ctype: np.dtype, factor: float, workers: int = 1
+) -> np.ndarray:
+    """Transform every line of ``block`` along ``axis`` (one whole line per block), scaled,
+    on ``workers`` threads."""
+    out = _fft(block, axis, inverse, ctype, workers)
     if factor != 1.0:
         out *= out.dtype.type(factor)
     return out

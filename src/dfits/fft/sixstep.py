@@ -15,6 +15,7 @@ Six-step, for ``N = N1 * N2`` along ``axis`` (``n = N2 * n1 + n2``, ``k = k1 + N
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -99,8 +100,20 @@ def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
         spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
         x = _move(x, spec, limit, opts, first=True)
     return x.map_blocks(
-        blocks.lines, axis=axis, inverse=inverse, ctype=dtype, factor=factor, meta=_meta(x, dtype)
+        blocks.lines,
+        axis=axis,
+        inverse=inverse,
+        ctype=dtype,
+        factor=factor,
+        workers=_workers(x),
+        meta=_meta(x, dtype),
     )
+
+
+def _workers(x: da.Array) -> int:
+    """Threads per block for a pass over ``x``: the cores its blocks would leave idle (one
+    big chunk transformed directly would otherwise run on one core)."""
+    return max(1, (os.cpu_count() or 1) // max(1, x.npartitions))
 
 
 def _meta(x: da.Array, dtype: np.dtype, ndim: int | None = None) -> np.ndarray:
