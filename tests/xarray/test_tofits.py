@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -184,3 +185,41 @@ def test_a_moment_map_is_written_with_its_own_unit_and_celestial_wcs(tmp_path):
     assert WCS(header).naxis == 2
     assert WCS(header).has_celestial
     np.testing.assert_allclose(fits.getdata(tmp_path / "mom0.fits"), mom0.values, rtol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_killed_worker_leaves_the_old_file_and_a_retry_is_bit_identical(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    values = np.arange(60 * 20, dtype="f8").reshape(60, 20)
+    path, marker = tmp_path / "k.fits", str(tmp_path / "killed-once")
+    path.write_bytes(b"old file")
+
+    def kill(block, always, block_info=None):
+        import os
+        import signal
+
+        if block_info[0]["chunk-location"][0] == 2 and (always or not os.path.exists(marker)):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies mid-write
+        return block
+
+    x = da.from_array(values, chunks=(10, 20))
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
+        distributed.Client(cluster),
+    ):
+        with pytest.raises(distributed.KilledWorker):
+            dfits.to_fits(x.map_blocks(kill, True, dtype="f8"), path, overwrite=True)
+        assert path.read_bytes() == b"old file"
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".dfits-part")]
+        os.unlink(marker)
+        # killed once, the task is retried on another worker: the same file as no kill gives
+        dfits.to_fits(x.map_blocks(kill, False, dtype="f8"), path, overwrite=True)
+    assert os.path.exists(marker)
+    reference = tmp_path / "ref.fits"
+    dfits.to_fits(x, reference)
+    assert path.read_bytes() == reference.read_bytes()

@@ -159,7 +159,9 @@ def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
 
 def create(p: WritePlan) -> bool:
     """Create the temporary file at its full size and write every header."""
-    fd = os.open(p.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    # no O_EXCL: the name is this plan's own (uuid), and a retried create (its worker died
+    # after it ran) must succeed, rewriting the same headers and keeping the blocks written
+    fd = os.open(p.temp, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         try:
             # reserve the blocks now: a full disk fails here, before any data is written
