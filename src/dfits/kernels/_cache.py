@@ -29,6 +29,10 @@ Where the cache lives is Numba's choice: ``NUMBA_CACHE_DIR`` when set, else ``__
 beside this file, else the user-wide directory (``~/.cache/numba``). Where none is writable (a
 read-only install), kernels compile in memory, silently. An entry that cannot be loaded
 (truncated, corrupt) is deleted and compiled again, with one warning per process.
+
+Entries of older dfits (or Numba) versions carry another fingerprint and are never loaded
+again: :func:`prune` (run by ``dfits warm``) removes them, :func:`clear` (``dfits warm
+--clear``) removes every dfits entry.
 """
 
 from __future__ import annotations
