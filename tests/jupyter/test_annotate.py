@@ -144,3 +144,16 @@ def test_xarray_quicklooks_keep_units_and_beam(tmp_path):
         "km / s" in ax.get_title() or "km/s" in ax.get_title() for ax in maps.axes if ax.images
     )
     np.testing.assert_allclose(_image(fig).filled(np.nan), arr.fits.moment(0).values, rtol=1e-6)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_xarray_quicklook_moment0_in_km_s(tmp_path, full):
+    import xarray as xr
+
+    arr = xr.open_dataarray(_beam_cube(tmp_path), engine="dfits")
+    fig = arr.fits.quicklook(full=full, unit="km/s", velocity_convention="radio")
+    want = arr.fits.with_spectral_unit("km/s", "radio").fits.moment(0)
+    assert "Jy/beam km / s" in _colorbar_label(fig)[0] or "Jy/beam km/s" in _colorbar_label(fig)[0]
+    np.testing.assert_allclose(_image(fig).filled(np.nan), want.values, rtol=1e-6)
+    spectrum_axes = [ax for ax in fig.axes if ax.lines]
+    assert "km" in spectrum_axes[0].get_xlabel()

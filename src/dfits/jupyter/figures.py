@@ -143,7 +143,9 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
+def quicklook(
+    hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES, spectral: Any = None
+) -> Any:
     """A figure with the moment-0 map and the integrated spectrum of an image HDU.
 
     Parameters
@@ -156,6 +158,10 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
         decimated read.
     max_bytes : int
         Upper bound on the bytes a decimated read touches.
+    spectral : (array, str), optional
+        One spectral value per channel and its ``"NAME [unit]"`` (the xarray accessor passes
+        its coordinate, in the unit chosen by ``with_spectral_unit``): moment 0 then
+        integrates over ``|gradient(values)|`` in that unit, as ``.fits.moment(0)`` does.
 
     Returns
     -------
@@ -169,6 +175,9 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
         raise ValueError("quicklook needs an image of 2 or more axes")
     fits_axis = len(hdu.shape) - len(lead)
     width, wunit = channel_width(header, fits_axis) if len(steps) == 3 else (1.0, "")
+    if spectral is not None and len(steps) == 3 and len(spectral[0]) > 1:
+        width = np.abs(np.gradient(np.asarray(spectral[0], dtype=np.float64)))
+        wunit = spectral[1].split("[")[-1].rstrip("]") if "[" in spectral[1] else ""
     image, spectrum = _moment0_and_spectrum(hdu, lead, steps, full, width)
     wcs = _celestial_wcs(header, steps[-2:])
     name = f"HDU {hdu.index} {hdu.name}".strip()
@@ -190,23 +199,29 @@ def quicklook(hdu: Any, full: bool = False, max_bytes: int = MAX_BYTES) -> Any:
         unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
         fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δ [{unit}]")
         ax.set_title(f"{name}: moment 0")
-        sp = fig.add_subplot(grid[0, 1])
         x, label = _axis_values(header, fits_axis, hdu.shape[len(lead)], steps[0])
-        sp.plot(x, spectrum, drawstyle="steps-mid", lw=1.0)
-        sp.set_xlabel(label)
-        sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean [no BUNIT]")
-        sp.set_title("integrated spectrum (spatial mean)")
-        sp.ticklabel_format(axis="x", useOffset=False)
-        sp.grid(alpha=0.3)
+        if spectral is not None:
+            x, label = np.asarray(spectral[0])[:: steps[0]], spectral[1]
+        _spectrum_panel(fig.add_subplot(grid[0, 1]), x, label, spectrum, bunit)
     fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
     return fig
 
 
+def _spectrum_panel(sp: Any, x: Any, label: str, spectrum: Any, bunit: str) -> None:
+    sp.plot(x, spectrum, drawstyle="steps-mid", lw=1.0)
+    sp.set_xlabel(label)
+    sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean [no BUNIT]")
+    sp.set_title("integrated spectrum (spatial mean)")
+    sp.ticklabel_format(axis="x", useOffset=False)
+    sp.grid(alpha=0.3)
+
+
 def _moment0_and_spectrum(
-    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool, width: float = 1.0
+    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool, width: Any = 1.0
 ) -> tuple[np.ndarray, Any]:
-    """Moment 0 (Σ I·Δ, ``width`` per channel; NaN where no channel is finite) and the mean
-    spectrum of a cube, as float64; an image and None in 2-D."""
+    """Moment 0 (Σ I·Δ, ``width`` per channel or one for all; NaN where no channel is
+    finite) and the mean spectrum of a cube, as float64; an image and None in 2-D."""
+    each = np.ndim(width) == 1  # per-channel widths weight the sum; one width scales it
     if full:
         from dfits.array import reduce
         from dfits.jupyter.progress import compute
@@ -215,20 +230,22 @@ def _moment0_and_spectrum(
         if len(steps) != 3:
             (image,) = compute(data, progress=False)
             return np.asarray(image, dtype=np.float64), None
+        weighted = data * width[:, None, None] if each else data
         image, finite, spectrum = compute(
-            reduce(data, "nansum", axis=0),
+            reduce(weighted, "nansum", axis=0),
             reduce(data, "count", axis=0),
             reduce(data, "nanmean", axis=(1, 2)),
             progress=False,
         )
         image = np.where(np.asarray(finite) > 0, np.asarray(image, dtype=np.float64), np.nan)
-        return image * width, spectrum
+        return image * (1.0 if each else width), spectrum
     cube = _read(hdu, steps, lead)
     if len(steps) != 3:
         return cube, None
     with np.errstate(invalid="ignore"), _quiet():
         # every steps[0]-th channel read: scale the sum to the whole band
-        image = np.nansum(cube, axis=0) * (steps[0] * width)
+        weights = np.asarray(width)[:: steps[0], None, None] if each else width
+        image = np.nansum(cube * weights, axis=0) * steps[0]
         image[~np.isfinite(cube).any(axis=0)] = np.nan
         spectrum = np.nanmean(cube, axis=(1, 2))
     return image, spectrum

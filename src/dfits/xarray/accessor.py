@@ -310,13 +310,20 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
                     text += format_card(key, source.get(key)).decode("ascii")
         return ArrayHDU(fused_dask(obj), Header(text.encode("latin-1")), str(obj.name or ""))
 
-    def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:
-        """Moment-0 image and integrated spectrum of this (possibly sliced) cube.
+    def quicklook(
+        self, full: bool = False, max_bytes: int = 256 * 2**20, *, unit: Any = None,
+        velocity_convention: str | None = None, rest_value: Any = None,
+    ) -> Any:  # fmt: skip
+        """Moment-0 image (Σ I·Δv as :meth:`moment`, in ``unit`` when given, with
+        ``velocity_convention`` and ``rest_value`` as in :meth:`with_spectral_unit`) and
+        integrated spectrum of this (possibly sliced) cube. Reads a decimated view (at most
+        ``max_bytes``) unless ``full``; world axes when a celestial WCS survives slicing."""
+        from dfits.xarray.views import spectral_labels
 
-        Reads a decimated view (at most ``max_bytes`` of values) unless ``full``; axes in
-        world coordinates when a celestial WCS survives the slicing.
-        """
-        return figure("quicklook", self._as_hdu(), full, max_bytes)
+        if unit is None:  # the header's own unit (Hz for FREQ), as moment(0) without unit
+            return figure("quicklook", self._as_hdu(), full, max_bytes)
+        obj = self._obj.fits.with_spectral_unit(unit, velocity_convention, rest_value)
+        return figure("quicklook", obj.fits._as_hdu(), full, max_bytes, spectral_labels(obj))
 
     def plot_channel_maps(
         self, n: int = 9, *, full: bool = False, unit: Any = None,
@@ -375,8 +382,8 @@ class FitsDatasetAccessor:
     def spectrum(self, *args: Any, **kw: Any) -> xr.DataArray:
         return self._main().spectrum(*args, **kw)
 
-    def quicklook(self, full: bool = False, max_bytes: int = 256 * 2**20) -> Any:
-        return self._main().quicklook(full, max_bytes)
+    def quicklook(self, *args: Any, **kw: Any) -> Any:
+        return self._main().quicklook(*args, **kw)
 
     def plot_channel_maps(self, n: int = 9, **kw: Any) -> Any:
         return self._main().plot_channel_maps(n, **kw)
