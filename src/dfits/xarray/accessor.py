@@ -26,6 +26,7 @@ from dfits.xarray.errors import RegionError, WCSError
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
 from dfits.xarray.headertext import card_text
+from dfits.xarray.noise import NoiseMethods
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees
 from dfits.xarray.resolution import BeamMethods
 from dfits.xarray.results import product_unit, reduced
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["FitsDataArrayAccessor", "FitsDatasetAccessor"]
 
 
-class FitsDataArrayAccessor(SpectralMethods, BeamMethods):
+class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
     """``da.fits``: FITS header, WCS and cube science on a DataArray opened by dfits."""
 
     def __init__(self, obj: xr.DataArray) -> None:

@@ -1,0 +1,98 @@
+"""Masks, MAD noise (exact medians in bounded memory) and clipped moments against astropy and
+spectral-cube 0.7."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from astropy.stats import mad_std as astropy_mad_std
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dfits.xarray import noise
+
+from .conftest import spectral_cube_file
+
+spectral_cube = pytest.importorskip("spectral_cube", reason="spectral-cube is the test oracle")
+
+
+def _read(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Stokes chatter, "PossiblySlowWarning"
+        return spectral_cube.SpectralCube.read(path)
+
+
+def _open(path):
+    da_ = xr.open_dataarray(path, engine="dfits")
+    return da_.isel(stokes=0) if "stokes" in da_.dims else da_
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(-1e6, 1e6), st.just(float("nan")), st.sampled_from([0.0, 1.0])),
+        min_size=1,
+        max_size=300,
+    ),
+    chunk=st.integers(1, 50),
+)
+def test_nanmedian_is_exact(values, chunk):
+    v = np.array(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's all-NaN note
+        want = np.nanmedian(v)
+    got = noise.nanmedian(da.from_array(v, chunks=chunk), gather=4)  # counting passes
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize("kind", ["freq-descending-4d", "vopt-3d-blank"])
+def test_mad_std_matches(tmp_path, kind):
+    path = spectral_cube_file(tmp_path, kind)
+    cube, sc = _open(path), _read(path)
+    values = cube.values
+    glob = cube.fits.mad_std()
+    assert glob == pytest.approx(astropy_mad_std(values, ignore_nan=True), rel=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_global = sc.mad_std().value
+        per_spectrum, per_channel = sc.mad_std(axis=0).value, sc.mad_std(axis=(1, 2)).value
+    assert glob == pytest.approx(want_global, rel=1e-6)
+    got = cube.fits.mad_std(cube.fits.spectral_dim)
+    assert got.dims == ("y", "x")
+    assert got.attrs["units"] == "Jy / beam"
+    np.testing.assert_allclose(got.values, per_spectrum, rtol=1e-6, equal_nan=True)
+    assert np.isnan(got.values[2, 3])  # the pixel with no valid channel
+    got = cube.fits.mad_std(("y", "x"))
+    np.testing.assert_allclose(got.values, per_channel, rtol=1e-6)
+    with pytest.raises(ValueError, match="not a dimension"):
+        cube.fits.mad_std("z")
+
+
+def test_masks_and_clipped_moments_match(tmp_path):
+    path = spectral_cube_file(tmp_path, "vrad-3d")
+    cube, sc = _open(path), _read(path)
+    masked = cube.fits.with_mask(lambda c: c > 0.5)
+    assert isinstance(masked.data, da.Array)
+    want = sc.with_mask(sc > 0.5 * sc.unit)
+    np.testing.assert_allclose(masked.values, want.filled_data[:].value, equal_nan=True)
+    np.testing.assert_allclose(
+        masked.fits.moment(1).values, want.moment1().value, rtol=1e-6, equal_nan=True
+    )
+    sky = np.ones((cube.sizes["y"], cube.sizes["x"]), bool)
+    sky[0] = False
+    assert np.isnan(cube.fits.with_mask(sky).values[:, 0]).all()
+    with pytest.raises(TypeError, match="boolean"):
+        cube.fits.with_mask(np.ones(cube.shape))
+    sigma = cube.fits.mad_std()
+    clipped = cube.fits.sigma_clipped_moment(0, nsigma=1.5)
+    want0 = sc.with_mask(sc > 1.5 * sigma * sc.unit).moment0().value
+    valid = np.isfinite(want0)
+    np.testing.assert_allclose(clipped.values[valid], want0[valid], rtol=1e-6)
+    noise_map = cube.fits.mad_std("vrad")
+    clipped = cube.fits.sigma_clipped_moment(1, nsigma=2.0, noise=noise_map)
+    want1 = sc.with_mask(sc > 2.0 * noise_map.values * sc.unit).moment1().value
+    np.testing.assert_allclose(clipped.values, want1, rtol=1e-6, equal_nan=True)
