@@ -262,3 +262,24 @@ def test_stats_of_an_all_blank_image_raises_no_foreign_warning(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "count  0" in out
     assert "mean   nan" in out
+
+
+def test_moment_takes_the_spectral_axis_from_the_wcs(tmp_path, capsys):
+    # ALMA's order: (Stokes, freq, y, x); axis 0 would be Stokes
+    data = np.random.default_rng(5).random((1, 4, 3, 2)).astype(np.float32)
+    header = fits.Header([("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN"), ("CTYPE3", "FREQ"),
+                          ("CRVAL3", 1e11), ("CDELT3", 1e6), ("CUNIT3", "Hz"),
+                          ("CTYPE4", "STOKES")])  # fmt: skip
+    path = tmp_path / "alma.fits"
+    fits.writeto(path, data, header)
+    out = tmp_path / "m1.fits"
+    assert main(["moment", str(path), "--order", "1", "--out", str(out), "--quiet"]) == 0
+    got = fits.getdata(out)
+    freq = 1e11 + 1e6 * np.arange(4)
+    want = (data * freq[:, None, None]).sum(axis=1) / data.sum(axis=1)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
+    flat = tmp_path / "image.fits"
+    fits.writeto(flat, data[0], fits.Header([("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN")]))
+    assert main(["moment", str(flat), "--out", str(tmp_path / "x.fits"), "--quiet"]) == 1
+    assert "no (separable) spectral axis" in capsys.readouterr().err
+    assert not (tmp_path / "x.fits").exists()

@@ -203,6 +203,26 @@ def _map_cards(header: Any, axis: int, ndim: int) -> list[tuple[str, Any, str]]:
     return cards + [(k, extra[k], extra.comments[k]) for k in extra]
 
 
+def _spectral_numpy_axis(hdu: Any, ndim: int) -> int:
+    """The numpy axis of the WCS's spectral axis (not assumed first: 4-D cubes have Stokes)."""
+    import warnings
+
+    import numpy as np
+    from astropy.wcs import WCS, FITSFixedWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FITSFixedWarning)
+        wcs = WCS(hdu.header.to_astropy(), naxis=ndim)
+    spec = wcs.wcs.spec
+    pixels = np.flatnonzero(np.asarray(wcs.axis_correlation_matrix)[spec]) if spec >= 0 else []
+    if len(pixels) != 1:
+        raise ValueError(
+            f"HDU {hdu.index} has no (separable) spectral axis in its WCS {list(wcs.wcs.ctype)}; "
+            "pass --axis to take moments along another axis"
+        )
+    return ndim - 1 - int(pixels[0])
+
+
 def _cmd_moment(args: argparse.Namespace) -> int:
     import dask
     import dask.array as da
@@ -218,7 +238,7 @@ def _cmd_moment(args: argparse.Namespace) -> int:
     x = hdu.data
     if x.ndim < 2:
         raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {x.ndim}-d")
-    axis = args.axis if args.axis is not None else 0
+    axis = args.axis if args.axis is not None else _spectral_numpy_axis(hdu, x.ndim)
     coord, cdelt, unit = _spectral_axis(hdu.header, x.ndim, axis)
     x = hdu.to_dask(reduce_axis=axis)  # chunks deep along the axis: small partials
     # One pass of the fused kernel per chunk: Σ I, Σ I·(ν−ν̄), Σ I·(ν−ν̄)² per pixel, NaN/BLANK and
@@ -313,7 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--order", type=int, default=0)
     p.add_argument("--out", required=True, help="output FITS file (written atomically)")
     p.add_argument("--hdu", help="default: the first image HDU with data")
-    p.add_argument("--axis", type=int, help="numpy axis of the spectrum (default 0)")
+    p.add_argument(
+        "--axis", type=int, help="numpy axis of the spectrum (default: the WCS's spectral axis)"
+    )
     p.add_argument("--clip", type=float, help="ignore values below this threshold")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     _add_progress_flags(p)
