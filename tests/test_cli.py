@@ -283,3 +283,40 @@ def test_moment_takes_the_spectral_axis_from_the_wcs(tmp_path, capsys):
     assert main(["moment", str(flat), "--out", str(tmp_path / "x.fits"), "--quiet"]) == 1
     assert "no (separable) spectral axis" in capsys.readouterr().err
     assert not (tmp_path / "x.fits").exists()
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_moment_in_another_spectral_unit_equals_spectral_cube(sky_cube, tmp_path, order):
+    import astropy.units as u
+    from spectral_cube import SpectralCube
+
+    with fits.open(sky_cube) as hl:
+        header = hl[0].header.copy()
+        data = hl[0].data
+    header["RESTFRQ"] = 2.3001e11
+    path = tmp_path / "rest.fits"
+    fits.writeto(path, data, header)
+    out = tmp_path / f"m{order}.fits"
+    argv = ["moment", str(path), "--order", str(order), "--out", str(out), "--quiet"]
+    assert main([*argv, "--unit", "km/s", "--velocity-convention", "radio"]) == 0
+    cube = SpectralCube.read(path).with_spectral_unit(u.km / u.s, velocity_convention="radio")
+    want = cube.moment(order=order, axis=0)
+    if order == 1:
+        want = want.to(u.km / u.s)
+    with fits.open(out) as hl:
+        got = hl[0].data
+        assert u.Unit(hl[0].header["BUNIT"]) == want.unit
+    np.testing.assert_allclose(got, want.value.astype(np.float32), rtol=2e-6)
+
+
+def test_moment_unit_options_are_checked(sky_cube, tmp_path, capsys):
+    out = tmp_path / "m.fits"
+    base = ["moment", str(sky_cube), "--out", str(out), "--quiet"]
+    assert main([*base, "--velocity-convention", "radio"]) == 1
+    assert "goes with --unit" in capsys.readouterr().err
+    # FREQ to velocity without a rest frequency: the error says what to add
+    assert main([*base, "--unit", "km/s", "--velocity-convention", "radio"]) == 1
+    assert "RESTFRQ" in capsys.readouterr().err
+    assert main([*base, "--unit", "GHz", "--axis", "0"]) == 1
+    assert "leave --axis out" in capsys.readouterr().err
+    assert not out.exists()
