@@ -3,13 +3,14 @@ spectrum.
 
 The spectral axis is ``v = CRVAL3 + CDELT3 * channel`` (km/s); moment 1 is the
 intensity-weighted mean velocity ``sum(v * I) / sum(I)`` over channels; the noise map is the
-standard deviation over channels (``std(axis=0)``); the peak map is the channel of each
-pixel's peak (``argmax(axis=0)``); the spectrum sums every channel over y and x. Tools: ``dfits`` (plain dask on ``hdu.data``), ``dfits-moment``
-(the one-pass weighted sums on chunks planned for the reduction, what ``.fits.moment()`` and
-``dfits moment`` run; moment maps only), ``astropy-eager``
-(``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over astropy's data with the
-matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's Numba kernels for
-moment 0, the noise map, the peak map and the spectrum; it has none for moment 1).
+standard deviation over channels (``std(axis=0)``); the peak map is the channel of each pixel's
+peak (``argmax(axis=0)``); the spectrum sums every channel over y and x. Tools: ``dfits``
+(plain dask on ``hdu.data``), ``dfits-moment`` (the one-pass weighted sums on chunks planned
+for the reduction, what ``.fits.moment()`` and ``dfits moment`` run; moment maps only),
+``astropy-eager`` (``fits.getdata`` then numpy), ``spectral-cube`` (``SpectralCube`` over
+astropy's data with the matching WCS; skipped when not installed) and ``LIMIT`` (compare.py's
+Numba kernels for moment 0, the noise map, the peak map and the spectrum; it has none for
+moment 1).
 
 ``CubeCutout`` runs a spectrum, a moment-0 map, a noise spectrum and a peak spectrum of a
 box inside the same cube; ``CubeWidened`` runs moment-0, the mean and the noise map after
