@@ -31,6 +31,7 @@ RANK = {
     "xarray": 6,
     "jupyter": 7,
     "cli": 8,
+    "climoment": 8,
     "demo": 8,
 }
 

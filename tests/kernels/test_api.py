@@ -26,6 +26,8 @@ from tests.kernels.checks import (
 from tests.kernels.conftest import ENCODINGS, make_stored, sampled_encodings
 
 AXES = [None, 0, 1, 2, -1, (0, 1), (1, 2), (0, 2), (0, 1, 2)]
+#: the default sample of reduced axes: all, leading columns, inner columns, rows, non-adjacent
+CORE_AXES = sampled(AXES, [None, 0, 1, -1, (0, 2)])
 #: the band kernels' default sample: all axes, columns, rows, non-adjacent axes
 BAND_AXES = sampled(AXES, [None, 0, -1, (0, 2)])
 LAYOUTS = ["contiguous", "strided", "reversed", "readonly", "cutout"]
@@ -59,8 +61,10 @@ def test_decode_matches_oracle(spec, rng, layout):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed", "cutout"])
+@pytest.mark.parametrize("axis", CORE_AXES)
+@pytest.mark.parametrize(
+    "layout", sampled(["contiguous", "strided", "reversed", "cutout"], ["contiguous", "cutout"])
+)
 def test_sums_and_moments_match_oracle(spec, rng, axis, layout):
     raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
     u = uview(raw)
@@ -99,8 +103,8 @@ def test_decode_rows_reads_rows_where_the_geometry_says(spec, rng):
             kernels.decode_rows(base, bad, spec)
 
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("axis", CORE_AXES)
+@pytest.mark.parametrize("layout", sampled(["contiguous", "strided"], ["strided"]))
 def test_sums_stored_narrow_are_the_float64_sums_rounded(spec, rng, axis, layout):
     # ``dtype=`` changes only where the float64 accumulator is rounded: once, on store
     u = uview(views(make_stored(spec, (5, 7, 9), rng))[layout])
@@ -120,7 +124,7 @@ def test_sums_refuse_a_non_float_dtype(spec):
             kernels.sum_count(u, spec, dtype=dtype)
 
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("axis", CORE_AXES)
 def test_extrema_match_oracle(spec, rng, axis):
     raw = make_stored(spec, (5, 7, 9), rng)
     u = uview(raw)
@@ -145,7 +149,7 @@ def _flat(phys, axis):
     return moved.reshape(*moved.shape[: phys.ndim - len(axes)], -1)
 
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("axis", CORE_AXES)
 @pytest.mark.parametrize("layout", ["strided", "cutout"])
 def test_extrema_indices_on_views(spec, rng, axis, layout):
     # views that split into parts: indices are flat over the reduced axes, in C order,
