@@ -95,6 +95,8 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
         return strings(field.reshape(n * cells, -1)).reshape((n, *shape))
     stored = STORED[code]
     values = np.ascontiguousarray(field).view(stored).reshape((n, *shape))
+    # a table field is interleaved with the row's other fields, so no kernel reads it in place:
+    # this one numpy pass is the swap (and the copy out of the rows) together
     if not column.scaled or code in "CM":
         return values.astype(stored.newbyteorder("="))
     if is_unsigned_zero(code, column.scale, column.zero):

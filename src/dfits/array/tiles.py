@@ -232,6 +232,8 @@ class TileReader:
         scale = vals["ZSCALE"][row] if "ZSCALE" in vals else tiles.zscale
         zero = vals["ZZERO"][row] if "ZZERO" in vals else tiles.zzero
         blank = int(vals["ZBLANK"][row]) if "ZBLANK" in vals else tiles.zblank
+        # decoders hand back native integers already: this is a no-op but for a stored
+        # (NOCOMPRESS / fallback) tile, whose one swap is this pass
         q = np.ascontiguousarray(values, values.dtype.newbyteorder("="))
         tile = np.empty(shape, self.spec.stored)
         dequantize(
@@ -256,6 +258,7 @@ class TileReader:
         zblank = int(vals["ZBLANK"][row])
         if zblank == blank:
             return values
+        # rare (a per-tile ZBLANK that is not the image's BLANK): a native copy to rewrite
         values = values.astype(values.dtype.newbyteorder("="), copy=True)
         values[values == zblank] = blank
         return values
