@@ -16,6 +16,7 @@ import pytest
 
 import dfits
 from dfits.io.writer import ImageWriter
+from tests.clusters import process_cluster
 
 distributed = pytest.importorskip("distributed")
 
@@ -27,16 +28,7 @@ SHAPE = (32, 64, 64)
 @pytest.fixture(scope="module")
 def client():
     # fresh worker processes: none has this test's files in its descriptor cache yet
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            worker_dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with process_cluster() as (_, c):
         yield c
 
 

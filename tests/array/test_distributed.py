@@ -15,6 +15,7 @@ import pytest
 import dfits
 from dfits.array import weighted_sums
 from dfits.io.writer import ImageWriter
+from tests.clusters import process_cluster
 
 distributed = pytest.importorskip("distributed")
 
@@ -23,17 +24,8 @@ pytestmark = [pytest.mark.distributed, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def cluster():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            worker_dashboard_address=None,
-        ) as cl,
-        distributed.Client(cl) as client,
-    ):
-        yield cl, client
+    with process_cluster() as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from astropy.io import fits
 
 import dfits
 import dfits.fft as F
+from tests.clusters import process_cluster
 from tests.fft.checks import check
 
 distributed = pytest.importorskip("distributed")
@@ -18,17 +19,8 @@ pytestmark = [pytest.mark.distributed, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            worker_dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield client
+    with process_cluster() as (_, c):
+        yield c
 
 
 def test_six_step_and_scratch_transposes_on_a_process_cluster(client, tmp_path):
