@@ -6,10 +6,7 @@ import errno
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from astropy.io import fits
 
 import dfits
 from dfits.io.appender import journal_path
+from tests.processes import kill_when_started
 
 
 def _fitsverify(path):
@@ -196,18 +194,7 @@ dfits.append(sys.argv[1], x, fsync=False)
 
 def test_killed_appender_is_rolled_back_by_the_next_append(mef):
     old = mef.read_bytes()
-    env = {**os.environ, "PYTHONPATH": str(Path(dfits.__file__).parents[1])}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_KILLED), str(mef)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout.readline().strip() == "started"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        proc.stdin.close()
-        proc.stdout.close()
+    kill_when_started(_KILLED, str(mef))
     # the killed append's blocks: zeros after the last HDU until headers would have come
     blob = mef.read_bytes()
     assert blob[: len(old)] == old

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -19,6 +15,7 @@ from astropy.io import fits
 
 import dfits
 from dfits.errors import MissingFileError, OutputExistsError
+from tests.processes import kill_when_started
 
 OLD = b"old file, must survive"
 
@@ -120,18 +117,7 @@ dfits.to_fits(x, sys.argv[1], overwrite=True)
 
 
 def test_killed_writer_leaves_the_old_file(old):
-    env = {**os.environ, "PYTHONPATH": str(Path(dfits.__file__).parents[1])}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_KILLED), str(old)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout.readline().strip() == "started"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        proc.stdin.close()
-        proc.stdout.close()
+    kill_when_started(_KILLED, str(old))
     assert old.read_bytes() == OLD
     assert len(_leftovers(old.parent)) == 1  # a killed process cannot clean up...
     dfits.to_fits(np.zeros(3), old, overwrite=True)
