@@ -46,22 +46,34 @@ class _Worker:
             [sys.executable, "-m", "tests.fuzz.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            text=True,
+            bufsize=0,
             cwd=ROOT,
             env=env,
         )
+        self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         self.sel = selectors.DefaultSelector()
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        self.sel.register(self.fd, selectors.EVENT_READ)
+        # bytes read but not yet split into lines: the worker often writes two messages at
+        # once (the astropy phase and the outcome), and a select on the pipe cannot see a
+        # line already sitting in a reader's buffer (a buffered readline() waited out the
+        # timeout for it: every such case was an 'oracle hang' and a worker restart)
+        self.pending = b""
         if self.receive(_START_TIMEOUT) is None:
             self.kill()
             raise RuntimeError("the fuzz worker did not start")
 
     def receive(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None if none came within ``timeout`` seconds or it died."""
-        if not self.sel.select(timeout):
-            return None
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        return json.loads(line) if line else None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            if not self.sel.select(max(0.0, deadline - time.monotonic())):
+                return None
+            more = os.read(self.fd, 1 << 16)
+            if not more:
+                return None  # the worker died
+            self.pending += more
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
 
     def ask(self, seed: int, case: int, timeout: float) -> dict[str, Any]:
         """The outcome of one case; a hang only if a warm rerun is slow too.
@@ -82,8 +94,8 @@ class _Worker:
         return self._ask_once(seed, case, timeout)
 
     def _ask_once(self, seed: int, case: int, timeout: float) -> dict[str, Any]:
-        self.proc.stdin.write(json.dumps({"seed": seed, "case": case}) + "\n")  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
+        ask = json.dumps({"seed": seed, "case": case}) + "\n"
+        self.proc.stdin.write(ask.encode())  # type: ignore[union-attr]
         phase = "dfits"
         deadline = time.monotonic() + timeout
         while True:
