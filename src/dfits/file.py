@@ -20,7 +20,7 @@ from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
 from dfits.array.tiles import TileSection, align_chunks, tile_reader
 from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedError, where
-from dfits.format.geometry import check_rank
+from dfits.format.geometry import check_shape
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
@@ -122,7 +122,10 @@ class HDU(TableAccess):
 
     # -- data -----------------------------------------------------------------------------
     def _block(self, raw: bool) -> Any:
-        check_rank(self.shape, self._where())
+        spec = self.layout.decode
+        # the wider of the stored and the physical values (raw and data make one of each)
+        itemsize = 1 if spec is None else max(spec.itemsize, spec.physical.itemsize)
+        check_shape(self.shape, itemsize, self._where())
         if self.kind == "compressed_image" and self.layout.tiles is None:
             raise HeaderError(self.layout.decode.error)
         if self.layout.tiles is not None:

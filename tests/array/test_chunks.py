@@ -14,6 +14,11 @@ def test_cube_chunks_are_whole_planes():
     assert file_chunks((256, 1024, 1024), 4, 128 * 2**20) == ((32,) * 8, (1024,), (1024,))
 
 
+def test_empty_shape_is_one_chunk_however_long_the_other_axes():
+    # issue 34 fuzz escape: an empty image claiming 2**40 rows planned 2**33 chunks
+    assert file_chunks((2**40, 2**20, 0), 1, 128 * 2**20) == ((2**40,), (2**20,), (0,))
+
+
 def test_row_larger_than_target_splits_inner_axis():
     chunks = file_chunks((3, 10**6), 8, 2**20)
     assert chunks[0] == (1, 1, 1)

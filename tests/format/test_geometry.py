@@ -1,4 +1,5 @@
-"""Images with more axes than numpy arrays can have (issue 34's fuzz escape): NAXIS 65 to 999."""
+"""Images numpy arrays cannot describe (issue 34's fuzz escapes): NAXIS 65 to 999, and empty
+images whose other axes multiply past numpy's byte limit."""
 
 from __future__ import annotations
 
@@ -6,12 +7,35 @@ import pytest
 
 import dfits
 from dfits import UnsupportedError
-from dfits.format.geometry import MAX_RANK, check_rank
+from dfits.format.geometry import MAX_RANK, check_shape
 from tests.format import fitsgen as fg
 
 
-def test_check_rank_accepts_numpy_limit():
-    check_rank((1,) * MAX_RANK, "x")
+def test_check_shape_accepts_numpy_limits():
+    check_shape((1,) * MAX_RANK, 8, "x")
+    check_shape((0, 2**60 - 1), 8, "x")  # just under 2**63 bytes over the non-zero axes
+    check_shape((0, 2**63 - 1), 1, "x")
+
+
+@pytest.mark.parametrize("shape", [(0, 2**60), (0, 2**61, 5), (10**26, 0)])
+def test_check_shape_refuses_what_numpy_refuses(shape):
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"dimension|too big"):
+        np.empty(shape, np.float64)
+    with pytest.raises(UnsupportedError, match=r"x: axes .* 8-byte values"):
+        check_shape(shape, 8, "x")
+
+
+def test_empty_image_with_huge_axis_refuses_data(tmp_path):
+    # fuzz seed 1 case 191: NAXIS1 = 0, NAXIS2 = 1e26 planned 1e26 one-row chunks (MemoryError)
+    cards = fg.image_cards((10**26, 0), 8)
+    path = fg.write(tmp_path / "huge.fits", fg.hdu(cards, b""))
+    with dfits.open(path) as f:
+        assert f[0].shape == (10**26, 0)
+        for read in (lambda: f[0].data, lambda: f[0].raw, lambda: f[0].section[0:1, :]):
+            with pytest.raises(UnsupportedError, match=r"huge\.fits.*HDU 0.*axes"):
+                read()
 
 
 @pytest.mark.parametrize("naxis", [65, 999])

@@ -36,9 +36,15 @@ def file_chunks(shape: tuple[int, ...], itemsize: int, target: int) -> tuple[tup
     ((32, 32, 32, 32, 32, 32, 32, 32), (1024,), (1024,))
     >>> file_chunks((10,), 8, 32)
     ((4, 4, 2),)
+    >>> file_chunks((10**12, 10**6, 0), 1, 2**27)
+    ((1000000000000,), (1000000,), (0,))
     """
     if not shape:
         return ()
+    if 0 in shape:
+        # nothing to read: one chunk, however long the other axes claim to be (a header's
+        # 10**12 rows of nothing must not plan 10**12 chunks)
+        return tuple((n,) for n in shape)
     target = max(int(target), itemsize)
     per = [1] * len(shape)
     # Walk from the fastest axis outwards while whole axes still fit in the target.

@@ -15,10 +15,12 @@ from dfits.format.dtypes import DecodeSpec
 from dfits.format.header import Header
 from dfits.format.tiles import TileLayout
 
-__all__ = ["MAX_RANK", "FileLayout", "HDULayout", "check_rank"]
+__all__ = ["MAX_RANK", "FileLayout", "HDULayout", "check_shape"]
 
 #: numpy's limit on array dimensions (NPY_MAXDIMS); FITS allows NAXIS up to 999
 MAX_RANK = 64
+#: numpy's limit on an array's bytes, counted over its non-zero axes (NPY_MAX_INTP)
+MAX_BYTES = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -97,21 +99,34 @@ class FileLayout:
     hdus: tuple[HDULayout, ...]
 
 
-def check_rank(shape: tuple[int, ...], where: str) -> None:
-    """Refuse data of more axes than numpy arrays can have.
+def check_shape(shape: tuple[int, ...], itemsize: int, where: str) -> None:
+    """Refuse data that no numpy array can describe.
 
-    A header with NAXIS from 65 to 999 is legal FITS and stays readable, but no array can hold
-    its data (astropy cannot read it either), so asking for the data says why.
+    A header with NAXIS from 65 to 999, or with axes whose lengths multiply past numpy's
+    byte limit, is legal FITS (an axis of length 0 makes the data empty, whatever the others
+    say) and stays readable, but no array can hold its data (astropy cannot read it either),
+    so asking for the data says why. numpy counts only the non-zero axes: ``(0, 2**62)`` of
+    8-byte values is already too big for it.
 
     Examples
     --------
-    >>> check_rank((1,) * 64, "x.fits, HDU 0")
-    >>> check_rank((1,) * 65, "x.fits, HDU 0")
+    >>> check_shape((1,) * 64, 1, "x.fits, HDU 0")
+    >>> check_shape((1,) * 65, 1, "x.fits, HDU 0")
     Traceback (most recent call last):
     ...
     dfits.errors.UnsupportedError: x.fits, HDU 0: NAXIS = 65: numpy arrays have at most 64 axes
+    >>> check_shape((0, 10**20), 1, "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dfits.errors.UnsupportedError: x: axes (0, 100000000000000000000) of 1-byte values exceed...
     """
     if len(shape) > MAX_RANK:
         raise UnsupportedError(
             f"{where}: NAXIS = {len(shape)}: numpy arrays have at most {MAX_RANK} axes"
         )
+    nbytes = itemsize
+    for n in shape:
+        nbytes *= max(n, 1)
+    if nbytes > MAX_BYTES:
+        limit = "numpy's limit of 2**63 - 1 bytes"
+        raise UnsupportedError(f"{where}: axes {shape} of {itemsize}-byte values exceed {limit}")
