@@ -350,12 +350,16 @@ def test_spectral_script_times_and_checks_both_tools(tmp_path):
     pytest.importorskip("spectral_cube")
     spectral = _script("spectral")
     text = spectral.main(
-        ["--shape", "8,8,8", "--runs", "1", "--cases", "moment01",
-         "--tools", "dfits,spectral-cube", "--tmpdir", str(tmp_path)]
+        ["--shape", "8,24,24", "--runs", "1", "--cases", "moments,convolve",
+         "--convolve-channels", "4", "--tools", "dfits,spectral-cube", "--tmpdir", str(tmp_path)]
     )  # fmt: skip
-    rows = [line for line in text.splitlines() if line.startswith("| moment01")]
-    assert [r.split("|")[2].strip() for r in rows] == ["dfits", "spectral-cube"]
-    assert all(r.rstrip(" |").endswith("True") for r in rows), text  # maps agree
+    for case in ("moments", "convolve"):
+        rows = [line for line in text.splitlines() if line.startswith(f"| {case} ")]
+        assert [r.split("|")[2].strip() for r in rows] == ["dfits", "spectral-cube"]
+        assert all(r.rstrip(" |").endswith("True") for r in rows), text  # maps agree
+    assert "| convolve | dfits |" in text
+    assert "dfits RSS bound: 2 x chunk" in text
+    assert "- moments: dfits is" in text
 
 
 def test_table_script_tools_agree(tmp_path):

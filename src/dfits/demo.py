@@ -14,6 +14,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +29,16 @@ def _sources(ny: int, nx: int, rng: np.random.Generator, n: int = 6):
     return list(zip(ys, xs, rng.uniform(1.0, 5.0, n), rng.uniform(8, 30, n), strict=True))
 
 
-def make_cube(path: str, shape: tuple[int, int, int] = (256, 1024, 1024), seed: int = 0) -> str:
-    """Write the synthetic cube to ``path`` in 16-channel slabs (bounded memory)."""
+def make_cube(
+    path: str,
+    shape: tuple[int, int, int] = (256, 1024, 1024),
+    seed: int = 0,
+    cards: Sequence[tuple[str, Any]] = (),
+) -> str:
+    """Write the synthetic cube to ``path`` in 16-channel slabs (bounded memory).
+
+    ``cards``: extra header cards after the WCS, e.g. a beam (``BMAJ``, ``BMIN``, ``BPA``).
+    """
     nchan, ny, nx = shape
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:ny, 0:nx].astype(np.float32)
@@ -57,6 +67,7 @@ def make_cube(path: str, shape: tuple[int, int, int] = (256, 1024, 1024), seed: 
         ("CUNIT3", "Hz"),
         ("SPECSYS", "LSRK"),
         ("RESTFRQ", 230.538e9),
+        *cards,
     ]
     slab = 16
     with ImageWriter(path, shape, ">f4", cards) as out:
