@@ -25,6 +25,7 @@ from dfits.errors import (
     NotFITSError,
     OutputExistsError,
     RemoteReadError,
+    SpectralError,
     TruncatedFileError,
     UnsupportedError,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "NotFITSError",
     "OutputExistsError",
     "RemoteReadError",
+    "SpectralError",
     "TruncatedFileError",
     "UnsupportedError",
     "append",

@@ -19,6 +19,7 @@ __all__ = [
     "NotFITSError",
     "OutputExistsError",
     "RemoteReadError",
+    "SpectralError",
     "TruncatedFileError",
     "UnsupportedError",
     "where",
@@ -69,6 +70,10 @@ class UnsupportedError(DfitsError, NotImplementedError):
 
 class DataError(DfitsError, ValueError):
     """The data of an HDU cannot be turned into physical values (e.g. ``BSCALE = 0``)."""
+
+
+class SpectralError(DfitsError, ValueError):
+    """No usable spectral axis, a unit that is not spectral, or a conversion wcslib refuses."""
 
 
 class HDUNotFoundError(DfitsError, KeyError, IndexError):

@@ -7,6 +7,7 @@ such a view touches (4 KiB pages locally, whole planes remotely) and pick the st
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 __all__ = ["MAX_BYTES", "PAGE", "decimation", "remote_bytes", "touched_bytes"]
 
@@ -56,12 +57,15 @@ def decimation(
     *,
     remote: bool = False,
     keep: tuple[int, ...] | None = None,
+    cost: Callable[[tuple[int, ...]], int] | None = None,
 ) -> tuple[int, ...]:
     """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``.
 
     Greedy: doubles the stride of the spectral axis, or of both image axes at once (square
     pixels), whichever saves the most bytes, never leaving fewer than ``keep[i]`` samples on
-    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains.
+    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains. ``cost``:
+    bytes touched by given strides, when ``shape`` is not the file's C-ordered array (a view
+    of some of its axes); by default :func:`touched_bytes` or :func:`remote_bytes`.
 
     >>> decimation((64, 256, 256), 4)
     (1, 1, 1)
@@ -73,10 +77,12 @@ def decimation(
     if keep is None:
         keep = (8,) * (len(shape) - 2) + (32, 32) if len(shape) >= 2 else (32,) * len(shape)
 
-    def cost(steps: tuple[int, ...]) -> int:
+    def default(steps: tuple[int, ...]) -> int:
         if remote:
             return remote_bytes(shape, itemsize, steps)
         return touched_bytes(shape, itemsize, steps)
+
+    cost = cost or default
 
     # moves: double one leading (spectral) axis, or both image axes together so pixels
     # stay square

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from dfits.jupyter.annotate import channel_width, draw_beam, masked, spectral_axis
+from dfits.errors import DataError, SpectralError, UnsupportedError, where
+from dfits.jupyter.annotate import channel_width, draw_beam, masked
+from dfits.jupyter.axes import Axes, view_axes
 from dfits.jupyter.decimate import MAX_BYTES, decimation, remote_bytes, touched_bytes
 
 __all__ = ["decimation", "plot_channel_maps", "quicklook", "touched_bytes"]
@@ -31,15 +33,19 @@ def _is_remote(hdu: Any) -> bool:
     return block is not None and not block.source.mappable
 
 
-def _read(hdu: Any, steps: tuple[int, ...], lead: tuple[int, ...]) -> np.ndarray:
-    """The decimated data (physical values), leading extra axes fixed at ``lead``."""
+def _read(hdu: Any, steps: tuple[int, ...], axes: Axes) -> np.ndarray:
+    """The decimated data (physical values) in display order, other axes at their first
+    plane; remote files plane by plane along the slowest shown axis."""
     section = hdu.section
-    sl = tuple(slice(None, None, s) for s in steps)
+    index = axes.index(steps)
     if not _is_remote(hdu) or len(steps) < 2:
-        return np.asarray(section[(*lead, *sl)], dtype=np.float64)
-    n0 = hdu.shape[len(lead)]
-    planes = [section[(*lead, i, *sl[1:])] for i in range(0, n0, steps[0])]
-    return np.asarray(np.stack(planes), dtype=np.float64)
+        return axes.arrange(np.asarray(section[index], dtype=np.float64))
+    first = axes.kept[0]
+    planes = [
+        section[(*index[:first], i, *index[first + 1 :])]
+        for i in range(0, axes.shape[first], index[first].step)
+    ]
+    return axes.arrange(np.asarray(np.stack(planes), dtype=np.float64))
 
 
 def _axis_values(header: Any, fits_axis: int, n: int, steps: int = 1) -> tuple[Any, str]:
@@ -59,9 +65,10 @@ def _axis_values(header: Any, fits_axis: int, n: int, steps: int = 1) -> tuple[A
     return values, f"{ctype} [{unit}]" if unit else (ctype or "world")
 
 
-def _celestial_wcs(header: Any, steps: tuple[int, int]) -> Any:
-    """A 2-D celestial WCS sliced like the decimated image, or None."""
-    ctypes = [str(header.get(f"CTYPE{i}", "") or "") for i in (1, 2)]
+def _celestial_wcs(header: Any, steps: tuple[int, int], axes: Axes) -> Any:
+    """A 2-D celestial WCS sliced like the decimated image (its plane celestial), or None."""
+    nd = len(axes.shape)
+    ctypes = [str(header.get(f"CTYPE{nd - a}", "") or "") for a in axes.plane]
     if not all(c[:4] in ("RA--", "DEC-", "GLON", "GLAT", "ELON", "ELAT") for c in ctypes):
         return None
     try:
@@ -109,33 +116,50 @@ def _limits(image: np.ndarray) -> tuple[float | None, float | None]:
     return float(lo), float(hi) if hi > lo else float(lo) + 1.0
 
 
-def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...], str]:
-    """(leading fixed indices, strides of the last ≤3 axes, a sentence about the read)."""
+def _where(hdu: Any) -> str:
+    """``file 'x.fits', HDU 1 ('SCI')`` for a file's HDU; the name alone for an array view."""
+    filename = getattr(getattr(hdu, "_file", None), "filename", None)
+    if filename is None:
+        return f"HDU {hdu.index} ({hdu.name})" if hdu.name else f"HDU {hdu.index}"
+    return where(str(filename), hdu.index, hdu.name or None)
+
+
+def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[Axes, tuple[int, ...], str]:
+    """(the shown axes, their strides in display order, a sentence about the read)."""
     if not hdu.is_image or not hdu.shape:
-        raise ValueError(f"HDU {hdu.index} ({hdu.kind}) has no image data to look at")
-    shape = hdu.shape
-    nd = len(shape)
-    # a cube only when the WCS's spectral axis is the one above the image plane; other
-    # leading axes (Stokes, HST's chip groups) are fixed at their first plane
-    cube = nd >= 3 and spectral_axis(hdu.header, nd) == nd - 3
-    lead = (0,) * max(0, nd - (3 if cube else 2))
-    tail = shape[len(lead) :]
+        raise UnsupportedError(f"{_where(hdu)}: a {hdu.kind} HDU has no image data to look at")
+    if len(hdu.shape) < 2:
+        raise DataError(f"{_where(hdu)}: quicklook needs an image of 2 or more axes, "
+                        f"not shape {tuple(hdu.shape)}")  # fmt: skip
+    if not isinstance(max_bytes, int | float) or not max_bytes > 0:
+        raise DataError(f"{_where(hdu)}: max_bytes must be a positive number, not {max_bytes!r}")
+    # the spectrum and the image plane come from the WCS, not from their positions
+    axes = view_axes(hdu.header, tuple(hdu.shape))
+    tail = axes.tail
     layout = getattr(hdu, "layout", None)  # array-backed views (xarray) have no byte layout
     itemsize = layout.decode.itemsize if layout is not None else hdu.dtype.itemsize
     total = math.prod(tail) * itemsize
     if full:
-        return lead, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"
+        return axes, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"
     remote = _is_remote(hdu)
-    steps = decimation(tail, itemsize, max_bytes, remote=remote)
-    cost = (remote_bytes if remote else touched_bytes)(tail, itemsize, steps)
+
+    def cost(steps: tuple[int, ...]) -> int:
+        if remote:  # whole planes of the slowest shown axis
+            kept = axes.kept
+            by_axis = dict(zip(axes.display, steps, strict=True))
+            shape = tuple(axes.shape[a] for a in kept)
+            return remote_bytes(shape, itemsize, tuple(by_axis[a] for a in kept))
+        return touched_bytes(axes.shape, itemsize, axes.file_steps(steps))
+
+    steps = decimation(tail, itemsize, max_bytes, remote=remote, cost=cost)
     if steps == (1,) * len(tail):
-        return lead, steps, f"full resolution: read {_mib(total)}"
+        return axes, steps, f"full resolution: read {_mib(total)}"
     stride = "×".join(str(s) for s in steps)
     return (
-        lead,
+        axes,
         steps,
         f"decimated {stride} (section[{', '.join(f'::{s}' for s in steps)}]): "
-        f"touched ≈{_mib(min(cost, total))} of {_mib(total)}",
+        f"touched ≈{_mib(min(cost(steps), total))} of {_mib(total)}",
     )
 
 
@@ -151,8 +175,9 @@ def quicklook(
     Parameters
     ----------
     hdu : dfits.HDU
-        An image HDU: a cube (the slowest numpy axis is spectral), or a 2-D image (shown
-        alone). Extra leading axes (Stokes) are fixed at index 0.
+        An image HDU: a cube (its WCS names a spectral axis, at any position), or an image
+        (shown alone). The image plane is the celestial pair of axes (else the last two);
+        other axes (Stokes, degenerate ones) are fixed at index 0.
     full : bool
         Reduce every value with dask (``nansum`` / ``nanmean`` kernels) instead of a
         decimated read.
@@ -168,21 +193,20 @@ def quicklook(
     matplotlib.figure.Figure
         On the Agg canvas; ``fig.savefig(...)`` or let Jupyter display it.
     """
-    lead, steps, note = _plan(hdu, full, max_bytes)
+    axes, steps, note = _plan(hdu, full, max_bytes)
     header = hdu.header
     bunit = str(header.get("BUNIT", "") or "").strip()
-    if len(steps) == 1:
-        raise ValueError("quicklook needs an image of 2 or more axes")
-    fits_axis = len(hdu.shape) - len(lead)
-    width, wunit = channel_width(header, fits_axis) if len(steps) == 3 else (1.0, "")
-    if spectral is not None and len(steps) == 3 and len(spectral[0]) > 1:
+    cube = axes.spectral is not None
+    fits_axis = axes.fits_axis(axes.spectral) if cube else 0
+    width, wunit = channel_width(header, fits_axis) if cube else (1.0, "")
+    if spectral is not None and cube and len(spectral[0]) > 1:
         width = np.abs(np.gradient(np.asarray(spectral[0], dtype=np.float64)))
         wunit = spectral[1].split("[")[-1].rstrip("]") if "[" in spectral[1] else ""
-    image, spectrum = _moment0_and_spectrum(hdu, lead, steps, full, width)
-    wcs = _celestial_wcs(header, steps[-2:])
+    image, spectrum = _moment0_and_spectrum(hdu, axes, steps, full, width)
+    wcs = _celestial_wcs(header, steps[-2:], axes)
     name = f"HDU {hdu.index} {hdu.name}".strip()
-    if lead and spectrum is None:
-        name += f" [plane {', '.join(map(str, lead))}]"
+    if axes.fixed and spectrum is None:
+        name += f" [plane {', '.join('0' for _ in axes.fixed)}]"
     fig = _figure((6.0, 5.4) if spectrum is None else (11.0, 4.8))
     grid = fig.add_gridspec(
         1, 1 if spectrum is None else 2, width_ratios=(1.0, 1.2)[: 1 + (spectrum is not None)]
@@ -199,7 +223,7 @@ def quicklook(
         unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
         fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δ [{unit}]")
         ax.set_title(f"{name}: moment 0")
-        x, label = _axis_values(header, fits_axis, hdu.shape[len(lead)], steps[0])
+        x, label = _axis_values(header, fits_axis, axes.tail[0], steps[0])
         if spectral is not None:
             x, label = np.asarray(spectral[0])[:: steps[0]], spectral[1]
         _spectrum_panel(fig.add_subplot(grid[0, 1]), x, label, spectrum, bunit)
@@ -217,30 +241,34 @@ def _spectrum_panel(sp: Any, x: Any, label: str, spectrum: Any, bunit: str) -> N
 
 
 def _moment0_and_spectrum(
-    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], full: bool, width: Any = 1.0
+    hdu: Any, axes: Axes, steps: tuple[int, ...], full: bool, width: Any = 1.0
 ) -> tuple[np.ndarray, Any]:
     """Moment 0 (Σ I·Δ, ``width`` per channel or one for all; NaN where no channel is
-    finite) and the mean spectrum of a cube, as float64; an image and None in 2-D."""
+    finite) and the mean spectrum of a cube, as float64; an image and None without a
+    spectral axis."""
     each = np.ndim(width) == 1  # per-channel widths weight the sum; one width scales it
     if full:
         from dfits.array import reduce
         from dfits.jupyter.progress import compute
 
-        data = hdu.data[lead] if lead else hdu.data
-        if len(steps) != 3:
+        data = hdu.data[axes.index()]
+        if axes.spectral is None:
             (image,) = compute(data, progress=False)
-            return np.asarray(image, dtype=np.float64), None
-        weighted = data * width[:, None, None] if each else data
+            return axes.arrange(np.asarray(image, dtype=np.float64)), None
+        # reduce along the file's own axes (no transpose: chunks stay stored bytes)
+        s = axes.position(axes.spectral)
+        plane = tuple(axes.position(a) for a in axes.plane)
+        weights = np.reshape(width, (-1,) + (1,) * (data.ndim - 1 - s)) if each else 1.0
         image, finite, spectrum = compute(
-            reduce(weighted, "nansum", axis=0),
-            reduce(data, "count", axis=0),
-            reduce(data, "nanmean", axis=(1, 2)),
+            reduce(data * weights if each else data, "nansum", axis=s),
+            reduce(data, "count", axis=s),
+            reduce(data, "nanmean", axis=plane),
             progress=False,
         )
         image = np.where(np.asarray(finite) > 0, np.asarray(image, dtype=np.float64), np.nan)
         return image * (1.0 if each else width), spectrum
-    cube = _read(hdu, steps, lead)
-    if len(steps) != 3:
+    cube = _read(hdu, steps, axes)
+    if axes.spectral is None:
         return cube, None
     with np.errstate(invalid="ignore"), _quiet():
         # every steps[0]-th channel read: scale the sum to the whole band
@@ -277,22 +305,24 @@ def plot_channel_maps(
     -------
     matplotlib.figure.Figure
     """
-    lead, steps, note = _plan(hdu, full, max_bytes)
-    if len(steps) != 3:
-        raise ValueError(
-            f"HDU {hdu.index} {hdu.name}: channel maps need a cube with a spectral axis in its "
-            "WCS (3 or more axes); this image has none"
+    axes, steps, note = _plan(hdu, full, max_bytes)
+    if axes.spectral is None:
+        raise SpectralError(
+            f"{_where(hdu)}: channel maps need a cube with a spectral axis in its WCS "
+            f"(3 or more axes); this image of shape {tuple(hdu.shape)} has none"
         )
-    maps, chans = _channel_means(hdu, lead, steps, n, full)
+    if not isinstance(n, int) or n < 1:
+        raise DataError(f"{_where(hdu)}: channel maps need n >= 1 panels, not {n!r}")
+    maps, chans = _channel_means(hdu, axes, steps, n, full)
     header = hdu.header
-    fits_axis = len(hdu.shape) - len(lead)
-    values, label = spectral or _axis_values(header, fits_axis, hdu.shape[len(lead)])
+    fits_axis = axes.fits_axis(axes.spectral)
+    values, label = spectral or _axis_values(header, fits_axis, axes.tail[0])
     ncols = ncols or math.ceil(math.sqrt(len(maps)))
     nrows = math.ceil(len(maps) / ncols)
     fig = _figure((2.6 * ncols + 0.8, 2.6 * nrows + 0.4))
     stack = np.stack([np.asarray(m, dtype=np.float64) for m in maps])
     vmin, vmax = _limits(stack)
-    wcs = _celestial_wcs(header, steps[-2:])
+    wcs = _celestial_wcs(header, steps[-2:], axes)
     im = None
     for k, (m, ch) in enumerate(zip(stack, chans, strict=True)):
         ax = _image_axes(fig, (nrows, ncols, k + 1), wcs)
@@ -321,20 +351,21 @@ def plot_channel_maps(
 
 
 def _channel_means(
-    hdu: Any, lead: tuple[int, ...], steps: tuple[int, ...], n: int, full: bool
+    hdu: Any, axes: Axes, steps: tuple[int, ...], n: int, full: bool
 ) -> tuple[list[Any], list[np.ndarray]]:
     """Mean maps of ``n`` equal channel groups, and each group's channels in the file."""
     if full:
         from dfits.array import reduce
         from dfits.jupyter.progress import compute
 
-        data = hdu.data[lead] if lead else hdu.data
-        groups = np.array_split(np.arange(data.shape[0]), min(n, data.shape[0]))
-        maps = compute(
-            *[reduce(data[g[0] : g[-1] + 1], "nanmean", axis=0) for g in groups], progress=False
-        )
+        data = hdu.data[axes.index()]
+        s = axes.position(axes.spectral)
+        groups = np.array_split(np.arange(data.shape[s]), min(n, data.shape[s]))
+        # along the file's own axes: each group a slice of the spectral axis, reduced there
+        pick = [(slice(None),) * s + (slice(g[0], g[-1] + 1),) for g in groups]
+        maps = compute(*[reduce(data[p], "nanmean", axis=s) for p in pick], progress=False)
         return list(maps), list(groups)
-    cube = _read(hdu, steps, lead)
+    cube = _read(hdu, steps, axes)
     groups = np.array_split(np.arange(cube.shape[0]), min(n, cube.shape[0]))
     with _quiet():
         maps = [np.nanmean(cube[g[0] : g[-1] + 1], axis=0) for g in groups]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dfits.errors import DfitsError, HeaderError
+from dfits.errors import DfitsError, HeaderError, SpectralError
 
 __all__ = ["BeamError", "RegionError", "SpectralError", "WCSError"]
 
@@ -13,10 +13,6 @@ class WCSError(HeaderError):
 
 class RegionError(DfitsError, ValueError):
     """A sky region (cut-out, aperture) is empty or outside the image, or a bad argument."""
-
-
-class SpectralError(DfitsError, ValueError):
-    """No usable spectral axis, a unit that is not spectral, or a conversion wcslib refuses."""
 
 
 class BeamError(SpectralError):
