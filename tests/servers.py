@@ -214,8 +214,10 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.port = free_port()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        # Port 0: the kernel picks a free port at bind time, so no other process (another
+        # pytest-xdist worker) can take it between choosing and binding.
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self._httpd.server_address[1]
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
@@ -275,25 +277,42 @@ class Nginx:
         binary = self.available()
         assert binary, "nginx is not installed"
         self.prefix.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        # nginx must be told its port, so it is chosen before nginx binds it and another process
+        # (a pytest-xdist worker) may take it meanwhile: then nginx exits and we try another.
+        for _ in range(5):
+            self.port = free_port()
+            err = self._start(binary)
+            if err is None:
+                return self
+            if "Address already in use" not in err:
+                break
+        raise RuntimeError(f"nginx did not start: {err}")
+
+    def _start(self, binary: str, timeout: float = 10.0) -> str | None:
+        """Start nginx on ``self.port``; None once it listens, else what it said on exit."""
         # Worker processes drop to 'nobody' when started as root; they must read the files.
         user = "user root;" if os.geteuid() == 0 else ""
         conf = self.prefix / "nginx.conf"
         conf.write_text(
             _NGINX_CONF.format(user=user, prefix=self.prefix, port=self.port, root=self.root)
         )
+        pid = self.prefix / "nginx.pid"
+        pid.unlink(missing_ok=True)
         self._proc = subprocess.Popen(
             [binary, "-c", str(conf), "-p", str(self.prefix), "-g", "daemon off;"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        try:
+        # nginx writes its pid file only after binding its port: a connection alone could reach
+        # whichever other server took the port first.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._proc.poll() is None and not pid.exists():
+            time.sleep(0.02)
+        if self._proc.poll() is None and pid.exists():
             wait_for_port(self.port)
-        except RuntimeError:
-            self._proc.kill()
-            err = self._proc.communicate()[1].decode(errors="replace")
-            raise RuntimeError(f"nginx did not start: {err}") from None
-        return self
+            return None
+        self._proc.kill()
+        return self._proc.communicate()[1].decode(errors="replace") or "no pid file"
 
     def __exit__(self, *exc: object) -> None:
         assert self._proc is not None
@@ -343,9 +362,11 @@ class MotoS3:
     def __enter__(self) -> MotoS3:
         from moto.server import ThreadedMotoServer
 
-        self.port = free_port()
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        # Port 0, read back once bound: a port chosen before binding could be taken meanwhile,
+        # and ThreadedMotoServer.start() waits forever when its bind fails.
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
+        self.port = self._server.get_host_and_port()[1]
         wait_for_port(self.port)
         import boto3
 
