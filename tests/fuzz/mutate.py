@@ -99,6 +99,8 @@ def _rebuild(blob: bytes, span: tuple[int, int], cards: list[bytes], end: bool =
 def flip_bits(rng: random.Random, blob: bytes, spans: list) -> bytes:
     out = bytearray(blob)
     limit = min(len(out), spans[-1][1] + BLOCK + CARD)
+    if not limit:
+        return blob  # an earlier mutation truncated the file to nothing
     for _ in range(rng.randint(1, 8)):
         at = rng.randrange(limit)
         out[at] ^= 1 << rng.randrange(8)
@@ -108,6 +110,8 @@ def flip_bits(rng: random.Random, blob: bytes, spans: list) -> bytes:
 def replace_bytes(rng: random.Random, blob: bytes, spans: list) -> bytes:
     out = bytearray(blob)
     limit = min(len(out), spans[-1][1] + BLOCK + CARD)
+    if not limit:
+        return blob  # an earlier mutation truncated the file to nothing
     for _ in range(rng.randint(1, 4)):
         at = rng.randrange(limit)
         n = rng.randint(1, 8)

@@ -15,7 +15,7 @@ import pytest
 from tests.fuzz.campaign import main as campaign
 from tests.fuzz.campaign import run_campaign
 from tests.fuzz.check import check_file
-from tests.fuzz.mutate import mutated
+from tests.fuzz.mutate import MUTATORS, mutated
 
 #: the default slice: seed and number of cases (a few hundred fit in a minute once warm)
 SEED, CASES = 34, 150
@@ -33,6 +33,14 @@ def test_fuzz_slice_has_no_escapes(tmp_path):
     assert not failures, f"replay: ./run fuzz --seed {SEED} --start K --cases 1\n" + "\n".join(
         failures
     )
+
+
+@pytest.mark.parametrize("mutator", [m for m, _ in MUTATORS], ids=lambda m: m.__name__)
+def test_mutators_take_an_empty_file(mutator):
+    # a truncation can leave nothing for the next mutation (seed 1 stopped a campaign so)
+    import random
+
+    assert isinstance(mutator(random.Random(0), b"", [(0, 0)]), bytes)
 
 
 def test_worker_answers_are_not_lost_between_messages(tmp_path):
