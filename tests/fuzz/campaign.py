@@ -1,4 +1,4 @@
-"""Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--out DIR]``.
+"""Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--seconds T] [--out DIR]``.
 
 Cases ``K .. K+N-1`` of seed ``S`` (see :func:`tests.fuzz.mutate.mutated`) run in a worker
 process (:mod:`tests.fuzz.worker`); a case still running after ``--timeout`` seconds is a
@@ -144,19 +144,36 @@ class Campaign:
         stem.with_suffix(".txt").write_text(text)
 
     @property
+    def ran(self) -> int:
+        """How many cases ran."""
+        return sum(self.counts.values())
+
+    @property
     def failed(self) -> int:
         return sum(self.counts[k] for k in (*FAILURES, "crash"))
 
 
 def run_campaign(
-    seed: int, start: int, cases: int, out: Path, timeout: float = 5.0, log: Any = None
+    seed: int,
+    start: int,
+    cases: int,
+    out: Path,
+    timeout: float = 5.0,
+    log: Any = None,
+    seconds: float | None = None,
 ) -> Campaign:
-    """Run cases ``start .. start + cases - 1`` of ``seed``; reproducers go to ``out``."""
+    """Run cases ``start .. start + cases - 1`` of ``seed``; reproducers go to ``out``.
+
+    With ``seconds``, stop after the case running when that time is up: ``campaign.ran``
+    says how many cases ran (consecutive from ``start``).
+    """
     campaign = Campaign(seed, out)
     worker = _Worker()
     began = time.monotonic()
     try:
         for case in range(start, start + cases):
+            if seconds is not None and time.monotonic() - began > seconds:
+                break
             answer = worker.ask(seed, case, timeout)
             campaign.record(answer)
             if answer["kind"] in ("hang", "oracle_hang", "crash"):
@@ -177,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0, help="first case (for shards)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds before a hang")
+    parser.add_argument("--seconds", type=float, help="stop after this long (summary says where)")
     parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
     parser.add_argument("--replay", type=Path, help="run one file here and print the outcome")
     args = parser.parse_args(argv)
@@ -185,17 +203,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{outcome.kind}\n{outcome.detail}\n" + "\n".join(outcome.errors))
         return int(outcome.kind in FAILURES)
     began = time.monotonic()
-    campaign = run_campaign(args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr)
+    campaign = run_campaign(
+        args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr, args.seconds
+    )
     summary = {
         "seed": args.seed,
         "start": args.start,
-        "cases": args.cases,
+        "cases": campaign.ran,
         "seconds": round(time.monotonic() - began, 1),
         "counts": dict(campaign.counts),
         "failures": [(a["case"], a["kind"]) for a in campaign.failures],
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    name = f"summary-{args.seed}-{args.start}-{args.start + args.cases}.json"
+    name = f"summary-{args.seed}-{args.start}-{args.start + campaign.ran}.json"
     (args.out / name).write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["counts"]))
     return int(campaign.failed > 0)
