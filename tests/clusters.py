@@ -8,9 +8,10 @@ from typing import Any
 
 
 @contextmanager
-def process_cluster(n_workers: int = 2) -> Iterator[tuple[Any, Any]]:
+def process_cluster(n_workers: int = 2, memory_limit: str = "auto") -> Iterator[tuple[Any, Any]]:
     """``(cluster, client)`` of ``n_workers`` one-thread worker processes (none has this
-    test's files in its descriptor cache, nor its kernels compiled)."""
+    test's files in its descriptor cache, nor its kernels compiled), each held to
+    ``memory_limit`` by its nanny."""
     import distributed
 
     with (
@@ -18,6 +19,7 @@ def process_cluster(n_workers: int = 2) -> Iterator[tuple[Any, Any]]:
             n_workers=n_workers,
             threads_per_worker=1,
             processes=True,
+            memory_limit=memory_limit,
             dashboard_address=None,
             worker_dashboard_address=None,
         ) as cluster,
