@@ -126,3 +126,21 @@ def test_spectral_slab_any_unit_any_direction(cube):
         spectral_slab(cube, 1 * u.THz, 2 * u.THz)
     with pytest.raises(SpectralError, match="slab bound"):
         spectral_slab(cube, 1 * u.kg, 2 * u.kg)
+
+
+def test_restwav_from_the_header_converts_a_wavelength_axis(tmp_path):
+    # an optical (vacuum) wavelength cube around Hα, rest wavelength from RESTWAV only
+    rest = 6562.8e-10
+    w = celestial_wcs("SIN", "PC", (("WAVE", 6560.0e-10, 0.5e-10, "m"),))
+    path = write(tmp_path / "w.fits", np.ones((9, 4, 6), ">f4"), w, RESTWAV=rest)
+    cube = xr.open_dataarray(path, engine="dfits")
+    assert spectral_dim(cube) == "wave"
+    got = with_spectral_unit(cube, "km/s", "optical")
+    wave = cube["wave"].values * u.m
+    want = wave.to_value(u.km / u.s, u.doppler_optical(rest * u.m))
+    np.testing.assert_allclose(got["vopt"].values, want, rtol=1e-9)
+    freq = with_spectral_unit(cube, "GHz")["freq"].values
+    np.testing.assert_allclose(freq, wave.to_value(u.GHz, u.spectral()), rtol=1e-12)
+    spectral_cube = pytest.importorskip("spectral_cube")
+    sc = spectral_cube.SpectralCube.read(path).with_spectral_unit(u.km / u.s, "optical")
+    np.testing.assert_allclose(got["vopt"].values, sc.spectral_axis.to_value(u.km / u.s))

@@ -223,3 +223,49 @@ def test_killed_worker_leaves_the_old_file_and_a_retry_is_bit_identical(tmp_path
     reference = tmp_path / "ref.fits"
     dfits.to_fits(x, reference)
     assert path.read_bytes() == reference.read_bytes()
+
+
+def _spectral_results(cube):
+    """The accessor's cube results, each with what its header must say."""
+    import astropy.units as u
+    from radio_beam import Beam
+
+    velocity = cube.fits.with_spectral_unit("km/s", velocity_convention="radio")
+    values = velocity["vrad"].values
+    slab = velocity.fits.spectral_slab(values[3] * u.km / u.s, values[9] * u.km / u.s)
+    b = cube.fits.beam
+    wider = Beam(major=1.5 * b.major, minor=1.5 * b.minor, pa=b.pa)
+    return {
+        "velocity": velocity,
+        "slab": slab,
+        "kelvin": cube.fits.to_unit("K"),
+        "convolved": velocity.fits.convolve_to(wider),
+        "masked": velocity.fits.with_mask(velocity > 1.0),
+    }
+
+
+@pytest.mark.parametrize("name", ["velocity", "slab", "kelvin", "convolved", "masked"])
+def test_spectral_results_are_written_with_a_header_that_describes_them(tmp_path, name):
+    import astropy.units as u
+
+    from .conftest import spectral_cube_file
+
+    path = spectral_cube_file(tmp_path, "freq-descending-4d")
+    cube = xr.open_dataarray(path, engine="dfits").isel(stokes=0)
+    got = _spectral_results(cube)[name]
+    out = got.fits.to_fits(tmp_path / f"{name}.fits")
+    header = fits.getheader(out)
+    data = fits.getdata(out)
+    np.testing.assert_allclose(data.squeeze(), got.values, rtol=1e-6, equal_nan=True)
+    assert u.Unit(header["BUNIT"]) == u.Unit(got.attrs["units"])
+    w = WCS(header)
+    assert w.has_celestial
+    assert w.has_spectral
+    dim = got.fits.spectral_dim
+    spec = w.sub([w.wcs.spec + 1])
+    world = spec.pixel_to_world_values(np.arange(got.sizes[dim])) * u.Unit(spec.wcs.cunit[0])
+    want = got[dim].values
+    np.testing.assert_allclose(world.to_value(got[dim].attrs["units"]), want, atol=1e-9)
+    beam = got.fits.beam
+    assert header["BMAJ"] == pytest.approx(beam.major.to_value(u.deg))
+    assert header["BMIN"] == pytest.approx(beam.minor.to_value(u.deg))
