@@ -143,7 +143,7 @@ class TableAccess:
         reader = self._reader(name)
         chunks = column_chunks(reader, rows_per_chunk)
         token = tokenize(self._file.source.token, self.layout.data_offset, reader.column, chunks)
-        return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}")
+        return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}", narrow=True)
 
     def to_dask_dataframe(
         self, columns: Sequence[str] | None = None, rows_per_partition: int | None = None

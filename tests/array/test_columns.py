@@ -186,6 +186,10 @@ def test_remote_column_fetches_only_its_fields(tmp_path):
         # through xarray's lazy indexing: only those rows' fields
         values = ds["FLUX"][100:110].values
         tail = http.gets("t.fits")[before + len(got) :]
+        # a row slice of the dask column: the slice reaches the read, not the whole chunk
+        mark = len(http.gets("t.fits"))
+        part = hdu.column("FLUX", rows_per_chunk=500)[100:110].sum().compute()
+        sliced = http.gets("t.fits")[mark:]
     assert total == pytest.approx(flux.sum(), rel=1e-12)
     np.testing.assert_array_equal(values, flux[100:110])
     sent = sum(r.sent for r in got)
@@ -195,6 +199,9 @@ def test_remote_column_fetches_only_its_fields(tmp_path):
     assert all(r.status == 206 for r in got)
     assert len(tail) == 1
     assert 10 * 8 <= tail[0].sent < 10 * 200, tail
+    assert part == pytest.approx(flux[100:110].sum(), rel=1e-12)
+    assert len(sliced) == 1
+    assert 10 * 8 <= sliced[0].sent < 10 * 200, sliced
 
 
 def test_vla_tdim_shapes_arrays_as_astropy(tmp_path):
@@ -220,3 +227,88 @@ def test_vla_tdim_shapes_arrays_as_astropy(tmp_path):
     (tmp_path / "bad.fits").write_bytes(raw)
     with pytest.raises(DataError, match=r"column 1 \('V'\), row 1: an array of 6 .*TDIM1"):
         dfits.open(tmp_path / "bad.fits")[1].column("V").compute()
+
+
+def _mixed_table(path, n: int):
+    rng = np.random.default_rng(8)
+    vla = np.empty(n, dtype=object)
+    for i in range(n):
+        vla[i] = np.arange(i % 4, dtype=np.int32)
+    cols = [
+        fits.Column("J", "J", null=-1, array=rng.integers(-1, 50, n)),
+        fits.Column("D", "D", array=rng.normal(size=n)),
+        fits.Column("CUBE", "6E", dim="(3,2)", array=rng.normal(size=(n, 2, 3))),
+        fits.Column("S", "6A", array=[f"s{i}" for i in range(n)]),
+        fits.Column("L", "L", array=rng.integers(0, 2, n).astype(bool)),
+        fits.Column("BITS", "12X", array=rng.integers(0, 2, (n, 12)).astype(bool)),
+        fits.Column("V", "PJ()", array=vla),
+        fits.Column("U", "J", array=rng.integers(0, 2**32, n, dtype=np.uint32)),
+        fits.Column("PAD", "300A", array=["x" * 300] * n),
+    ]
+    fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(cols)]).writeto(path)
+    return path
+
+
+_ROW_INDICES = [
+    slice(100, 110),
+    slice(37, 38),
+    slice(None, None, 7),
+    slice(-5, None),
+    slice(None, None, -3),
+    slice(250, 90, -4),
+    slice(5, 5),
+    123,
+    -1,
+    [3, 1, 7, 299],
+]
+
+
+@pytest.mark.parametrize("index", _ROW_INDICES, ids=str)
+def test_column_slices_equal_astropy(tmp_path, index):
+    """Any row index of any column type gives astropy's values (the slice reaches the read)."""
+    path = _mixed_table(tmp_path / "m.fits", 300)
+    hdu = dfits.open(path)[1]
+    with fits.open(path) as ref:
+        data = ref[1].data
+        for name in hdu.colnames:
+            got = hdu.column(name, rows_per_chunk=64)[index].compute()
+            want = data[name][index]
+            if name == "V":
+                want = [want] if isinstance(index, int) else want
+                got = [got] if isinstance(index, int) else got
+                assert [list(g) for g in got] == [list(w) for w in want], name
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_column_row_slice_maps_only_its_rows(tmp_path, monkeypatch):
+    """A local row slice maps the span of its own rows, not its chunk's."""
+    from dfits.io.local import LocalSource
+
+    path = _mixed_table(tmp_path / "m.fits", 3000)
+    hdu = dfits.open(path)[1]
+    row = hdu._table().row_bytes
+    mapped = []
+    real = LocalSource.map
+
+    def spy(self, offset, nbytes, **kw):
+        mapped.append(nbytes)
+        return real(self, offset, nbytes, **kw)
+
+    monkeypatch.setattr(LocalSource, "map", spy)
+    x = hdu.column("D")  # one chunk of 3000 rows by default
+    assert x.numblocks == (1,)
+    with fits.open(path) as ref:
+        data = ref[1].data
+        want = data["D"]
+        np.testing.assert_array_equal(x[1000:1010].compute(), want[1000:1010])
+        assert sum(mapped) <= 10 * row, mapped
+        mapped.clear()
+        assert x[2000:2004].sum().compute() == pytest.approx(want[2000:2004].sum())
+        assert sum(mapped) <= 4 * row, mapped
+        mapped.clear()
+        np.testing.assert_array_equal(hdu["S"][5].compute(), data["S"][5])
+        assert sum(mapped) <= row, mapped
+        mapped.clear()
+        x.sum().compute()
+        assert sum(mapped) > 2999 * row  # the whole column does map every row

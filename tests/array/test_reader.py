@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import dask.array as da
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dfits.array import Reader, dask_array
 from dfits.array.stored import StoredChunk
@@ -70,11 +72,68 @@ def test_reader_regions_and_values(source):
     np.testing.assert_array_equal(y.compute(), values)
 
 
-def test_chunk_regions_must_be_slices(source):
+@dataclass(frozen=True)
+class RecordingReader:
+    """A memory reader that notes each region it is asked for."""
+
+    inner: MemoryReader
+    log: list
+
+    shape = property(lambda self: self.inner.shape)
+    dtype = property(lambda self: self.inner.dtype)
+
+    def read(self, index):
+        self.log.append(tuple((s.start, s.stop) for s in index))
+        return self.inner.read(index)
+
+
+def _axis_index(n: int):
+    ints = st.integers(-n, n - 1)
+    ends = st.none() | st.integers(-n - 2, n + 2)
+    steps = st.none() | st.integers(-3, 3).filter(bool)
+    picks = st.lists(ints, min_size=1, max_size=4)
+    return ints | st.builds(slice, ends, ends, steps) | picks
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_regions_take_any_index_and_read_only_its_bounds(source, data):
+    """Steps, integers, negative steps and lists: the values numpy gives, from one read of
+    the smallest step-1 region holding them."""
     from dfits.array.reader import _Regions
 
-    reader, _ = source
-    with pytest.raises(ValueError, match="step 1"):
-        _Regions(reader)[::2]
-    with pytest.raises(TypeError, match="slices"):
-        _Regions(reader)[0]
+    reader, values = source
+    axes = data.draw(st.integers(1, 3))
+    index = tuple(data.draw(_axis_index(n)) for n in values.shape[:axes])
+    if sum(isinstance(i, list) for i in index) > 1:
+        index = tuple(i[0] if isinstance(i, list) else i for i in index)
+    log = []
+    got = _Regions(RecordingReader(reader, log))[index]
+    want = values[index]
+    np.testing.assert_array_equal(np.asarray(got), want)
+    (region,) = log
+    for (lo, hi), i, n in zip(region, index, values.shape, strict=False):
+        picked = np.arange(n)[i]
+        if np.size(picked):
+            assert (lo, hi) == (picked.min(), picked.max() + 1), (index, region)
+        else:
+            assert lo == hi
+
+
+def test_narrow_array_slices_read_only_their_rows(source):
+    reader, values = source
+    log = []
+    x = dask_array(RecordingReader(reader, log), ((3, 3), (8,), (10,)), "narrow", narrow=True)
+    np.testing.assert_array_equal(x[1:2, 3:5].compute(), values[1:2, 3:5])
+    assert log == [((1, 2), (3, 5), (0, 10))]
+    log.clear()
+    total = x[4, ::3].sum().compute()
+    assert total == pytest.approx(np.sum(values[4, ::3], dtype=np.float64), rel=1e-6)
+    assert log == [((4, 5), (0, 7), (0, 10))]
+    log.clear()
+    # without narrow, each chunk is read whole and sliced afterwards
+    y = dask_array(RecordingReader(reader, log), ((3, 3), (8,), (10,)), "wide")
+    np.testing.assert_array_equal(y[1:2, 3:5].compute(), values[1:2, 3:5])
+    assert log == [((0, 3), (0, 8), (0, 10))]

@@ -47,7 +47,14 @@ class Reader(Protocol):
 
 
 class _Regions:
-    """The array-like handed to ``from_array``: normalises dask's chunk index to a region."""
+    """The array-like handed to ``from_array``: turns dask's chunk index into a region.
+
+    dask fuses a slice of a chunk into the chunk's own getter when ``from_array`` is told the
+    array takes any index (``fancy=True``), so ``column[a:b]`` reaches here as the index
+    ``a:b`` rather than the whole chunk. Any index is therefore accepted: the reader reads
+    the smallest step-1 region holding what it selects, and the rest of the index (steps,
+    integers, lists) is applied to those values.
+    """
 
     __slots__ = ("reader",)
 
@@ -63,25 +70,59 @@ class _Regions:
         register()
         if not isinstance(index, tuple):
             index = (index,)
+        if len(index) > self.ndim or any(i is None or i is Ellipsis for i in index):
+            # an index that adds or skips axes: read it all, numpy applies the index
+            return self.reader.read(tuple(slice(0, n) for n in self.shape))[index]
         index = index + (slice(None),) * (self.ndim - len(index))
-        region = []
-        for sl, n in zip(index, self.shape, strict=True):
-            if not isinstance(sl, slice):
-                raise TypeError(f"readers take slices, not {sl!r}")
-            start, stop, step = sl.indices(n)
-            if step != 1:
-                raise ValueError("chunk slices must have step 1")
-            region.append(slice(start, max(stop, start)))
-        return self.reader.read(tuple(region))
+        pairs = [_bounds(i, n) for i, n in zip(index, self.shape, strict=True)]
+        values = self.reader.read(tuple(region for region, _ in pairs))
+        rest = tuple(r for _, r in pairs)
+        if all(isinstance(r, slice) and r == slice(None) for r in rest):
+            return values  # the common case: a whole chunk, kept as the reader made it
+        return values[rest]
 
     def __reduce__(self):
         return (_Regions, (self.reader,))
 
 
-def dask_array(reader: Reader, chunks: tuple[tuple[int, ...], ...], name: str) -> da.Array:
+def _bounds(index: Any, n: int) -> tuple[slice, Any]:
+    """The step-1 region of an axis of length ``n`` that ``index`` selects from, and the
+    index that selects the same values from that region."""
+    if isinstance(index, slice):
+        start, stop, step = index.indices(n)
+        count = len(range(start, stop, step))
+        if count == 0:
+            return slice(start, start), slice(0, 0)
+        if step == 1:
+            return slice(start, stop), slice(None)
+        last = start + (count - 1) * step
+        lo, hi = min(start, last), max(start, last) + 1
+        return slice(lo, hi), slice(start - lo, None, step)
+    if isinstance(index, (int, np.integer)):
+        i = int(index)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for an axis of length {n}")
+        i %= n
+        return slice(i, i + 1), 0
+    picks = np.asarray(index)
+    if picks.dtype.kind not in "iu" or picks.ndim != 1 or not picks.size:
+        # booleans and anything unusual: the whole axis, the index as given
+        return slice(0, n), index
+    picks = np.where(picks < 0, picks + n, picks)
+    if picks.min() < 0 or picks.max() >= n:
+        raise IndexError(f"index {index!r} is out of bounds for an axis of length {n}")
+    lo = int(picks.min())
+    return slice(lo, int(picks.max()) + 1), picks - lo
+
+
+def dask_array(
+    reader: Reader, chunks: tuple[tuple[int, ...], ...], name: str, *, narrow: bool = False
+) -> da.Array:
     """The lazy dask array of ``reader`` with explicit ``chunks`` and dask ``name``.
 
     Each chunk task holds the reader and its region, and returns what ``read`` returns.
+    With ``narrow``, a slice of the array reads only what it selects: dask fuses the slice
+    into the chunk's read (``x[a:b]`` reads rows ``a`` to ``b``, not their whole chunk).
     """
     import dask.array as da
 
@@ -93,7 +134,8 @@ def dask_array(reader: Reader, chunks: tuple[tuple[int, ...], ...], name: str) -
         name=name,
         lock=False,
         asarray=False,
-        fancy=False,
+        # fancy=True is what lets dask's optimisation fuse later slices into the read
+        fancy=narrow,
         meta=meta,
         inline_array=False,
     )
