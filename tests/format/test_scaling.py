@@ -64,3 +64,23 @@ def test_hierarch_bscale_scales_nothing_as_astropy(tmp_path):
     np.testing.assert_array_equal(data, want)
     np.testing.assert_array_equal(section, want)
     np.testing.assert_array_equal(want, np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize(
+    ("bitpix", "blank", "scaling"),
+    [(8, 1000, []), (8, -1, []), (16, 40000, []), (16, 40000, [("BSCALE", 2.0)])],
+)
+def test_blank_outside_the_type_matches_nothing_but_makes_floats_as_astropy(
+    tmp_path, bitpix, blank, scaling
+):
+    # fuzz seed 1 case 2268: BITPIX = 8, BLANK = 1000 read as uint8; astropy's data is float32
+    values = np.array([[0, 1, 2], [3, 4, 5]])
+    blob = fg.image_file((2, 3), bitpix, extra=[*scaling, ("BLANK", blank)], values=values)
+    path = fg.write(tmp_path / "blank.fits", blob)
+    with pytest.warns(DfitsWarning, match=rf"BLANK = {blank} outside the range.*matches no value"):
+        data, section = _dfits(path)
+    want = _astropy(path)
+    assert data.dtype == want.dtype
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)
+    assert not np.isnan(data).any()

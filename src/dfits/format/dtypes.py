@@ -230,7 +230,10 @@ def parse_decode_spec(
     if error is not None:
         native = BITPIX_TO_STORED[bitpix].newbyteorder("=")
         return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
-    return _classify(bitpix, scale, zero, blank_value, order), warnings
+    # an integer BLANK on integer data makes the values floating point (room for NaN) even
+    # when it is outside the stored type's range and so matches nothing, as astropy's data
+    floats = bitpix > 0 and isinstance(blank, int) and not isinstance(blank, bool)
+    return _classify(bitpix, scale, zero, blank_value, order, floats), warnings
 
 
 def _parse_scaling(bscale: object, bzero: object, prefix: str):
@@ -264,16 +267,26 @@ def _parse_blank(blank: object, bitpix: int, prefix: str, warnings: list[str]) -
         info = np.iinfo(BITPIX_TO_STORED[bitpix])
         if not info.min <= blank_value <= info.max:
             warnings.append(
-                f"{prefix}BLANK = {blank_value!r} outside the range of BITPIX = {bitpix}; ignored"
+                f"{prefix}BLANK = {blank_value!r} outside the range of BITPIX = {bitpix}: "
+                "matches no value (the values are still floating point, as in astropy)"
             )
             blank_value = None
     return blank_value
 
 
 def _classify(
-    bitpix: int, scale: float, zero: float, blank: int | None, order: ByteOrder
+    bitpix: int,
+    scale: float,
+    zero: float,
+    blank: int | None,
+    order: ByteOrder,
+    floats: bool = False,
 ) -> DecodeSpec:
-    """The spec of valid scaling: raw, an offset integer type, or scaled floating point."""
+    """The spec of valid scaling: raw, an offset integer type, or scaled floating point.
+
+    ``floats``: the header has an integer BLANK, which makes unscaled integers floating point
+    even where ``blank`` is None (out of the stored type's range, it matches no value).
+    """
     stored = BITPIX_TO_STORED[bitpix]
     if bitpix > 0 and scale == 1:
         if bitpix == 8 and zero == -128:
@@ -281,7 +294,7 @@ def _classify(
         if bitpix in _UNSIGNED and zero == 2 ** (bitpix - 1):
             unsigned = _UNSIGNED[bitpix]
             return DecodeSpec(bitpix, unsigned, "offset", 1.0, float(zero), byteorder=order)
-    if scale == 1 and zero == 0 and (blank is None or bitpix < 0):
+    if scale == 1 and zero == 0 and ((blank is None and not floats) or bitpix < 0):
         return DecodeSpec(bitpix, stored.newbyteorder("="), "raw", byteorder=order)
     if bitpix < 0:
         physical = stored.newbyteorder("=")
