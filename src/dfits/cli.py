@@ -182,14 +182,21 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from dfits.xarray.convert import fits_to_zarr, zarr_to_fits
+    from dfits.xarray.convert import fits_to_fits, fits_to_zarr, zarr_to_fits
 
-    if os.fspath(args.out).rstrip("/").endswith(".zarr"):
+    zarr_in, zarr_out = (os.fspath(p).rstrip("/").endswith(".zarr") for p in (args.file, args.out))
+    if zarr_out:
+        if args.compression:
+            raise UnsupportedError("convert: --compression writes FITS, not zarr")
         fits_to_zarr(args.file, args.out, overwrite=args.overwrite)
-    elif os.fspath(args.file).rstrip("/").endswith(".zarr"):
-        zarr_to_fits(args.file, args.out, overwrite=args.overwrite)
+    elif zarr_in:
+        zarr_to_fits(args.file, args.out, overwrite=args.overwrite, compression=args.compression)
+    elif args.compression:
+        fits_to_fits(args.file, args.out, overwrite=args.overwrite, compression=args.compression)
     else:
-        raise UnsupportedError(f"convert: one of {args.file!r}, {args.out!r} must end in .zarr")
+        raise UnsupportedError(
+            f"convert: one of {args.file!r}, {args.out!r} must end in .zarr (or pass --compression)"
+        )
     print(f"wrote {args.out}")
     return 0
 
@@ -250,9 +257,16 @@ def _parser() -> argparse.ArgumentParser:
     _add_progress_flags(p)
     p.set_defaults(func=_cmd_moment)
 
-    p = sub.add_parser("convert", help="FITS images to a zarr group (out.zarr), or back")
+    p = sub.add_parser(
+        "convert", help="FITS images to a zarr group (out.zarr), or back; or tile-compressed"
+    )
     p.add_argument("file")
     p.add_argument("out")
+    p.add_argument(
+        "--compression",
+        choices=["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"],
+        help="write the FITS output tile-compressed (row tiles; floats quantised, level 16)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.set_defaults(func=_cmd_convert)
 

@@ -26,7 +26,7 @@ from dfits.io import fitswriter
 from dfits.io.appender import Append
 from dfits.io.fitswriter import WritePlan
 
-__all__ = ["ImageItem", "append_images", "write_images"]
+__all__ = ["ImageItem", "append_images", "as_dask", "write_images"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ImageItem:
     extname: str | None = None
 
 
-def _as_dask(data: Any, what: str) -> Any:
+def as_dask(data: Any, what: str) -> Any:
     import dask.array as da
 
     x = data if isinstance(data, da.Array) else da.asarray(np.asarray(data))
@@ -68,14 +68,15 @@ def _headers(
             what = f"{where(path)}, appended HDU {i}{name}"
         else:
             what = where(path, first + i, item.extname)
-        x = _as_dask(item.data, what)
+        x = as_dask(item.data, what)
         if quantize is None:
             storage = parse_storage(x.dtype, what)
         else:
             storage = parse_quantized(x.dtype, what, **quantize)
         head = image_header(
-            x.shape, storage, primary=primary, cards=item.cards, extname=item.extname,
-            extend=False, checksum=checksum, what=what,
+            x.shape, storage, primary=primary and i == 0, cards=item.cards,
+            extname=item.extname, extend=primary and i == 0 and len(items) > 1,
+            checksum=checksum, what=what,
         )  # fmt: skip
         out.append((head, x.shape, storage, checksum))
         arrays.append(x)
@@ -116,10 +117,11 @@ def write_images(
     fsync: bool = True,
     quantize: dict[str, Any] | None = None,
 ) -> Any:
-    """Write image HDUs to ``path``: the first as the primary HDU when ``primary``, else all
-    as IMAGE extensions after an empty primary. ``quantize``: the keywords of
-    :func:`~dfits.format.imagehdu.parse_quantized` (``bitpix``, ``bscale``, ``bzero``,
-    ``blank``) to store floats as scaled integers. Returns the path, or a ``Delayed``."""
+    """Write image HDUs to ``path``: the first as the primary HDU when ``primary`` (the rest
+    as IMAGE extensions after it), else all as IMAGE extensions after an empty primary.
+    ``quantize``: the keywords of :func:`~dfits.format.imagehdu.parse_quantized`
+    (``bitpix``, ``bscale``, ``bzero``, ``blank``) to store floats as scaled integers.
+    Returns the path, or a ``Delayed``."""
     from dask import delayed
 
     target = os.fspath(path)

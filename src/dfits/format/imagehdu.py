@@ -27,6 +27,7 @@ __all__ = [
     "Storage",
     "UserCard",
     "image_header",
+    "kept_cards",
     "parse_quantized",
     "parse_storage",
     "user_cards",
@@ -180,6 +181,16 @@ def _check(key: str, value: Value, want: dict[str, int], scaled_float: bool, wha
     return key not in _OWNED
 
 
+def kept_cards(
+    cards: list[UserCard], want: dict[str, int], bitpix: int, what: str
+) -> list[UserCard]:
+    """The caller's cards to write after the mandatory ones ``want`` of data of BITPIX
+    ``bitpix``; raises :class:`~dfits.errors.HeaderError` for one that contradicts them."""
+    keys = {c[0] for c in cards}
+    scaled_float = bitpix < 0 and bool(keys & {"BSCALE", "BZERO"})
+    return [c for c in cards if _check(c[0], c[1], want, scaled_float, what)]
+
+
 def image_header(
     shape: tuple[int, ...],
     storage: Storage,
@@ -210,9 +221,7 @@ def image_header(
         head += [("BSCALE", storage.bscale), ("BZERO", storage.bzero), ("BLANK", storage.blank)]
     elif storage.bzero is not None:
         head += [("BSCALE", 1), ("BZERO", storage.bzero)]
-    keys = {c[0] for c in cards}
-    scaled_float = storage.bitpix < 0 and bool(keys & {"BSCALE", "BZERO"})
-    kept = [c for c in cards if _check(c[0], c[1], want, scaled_float, what)]
+    kept = kept_cards(cards, want, storage.bitpix, what)
     if extname is not None:
         kept = [c for c in kept if c[0] != "EXTNAME"]
         head += [("EXTNAME", extname)]

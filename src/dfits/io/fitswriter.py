@@ -43,8 +43,8 @@ from dfits.kernels.checksum import encode_rows, word_sum
 from dfits.kernels.quantize import quantize_rows
 
 __all__ = [
-    "BUFFER", "HDUSlot", "WritePlan", "abort", "closed_header", "create", "finalize", "plan",
-    "pwrite_all", "temp_name", "write_block",
+    "BUFFER", "HDUSlot", "WritePlan", "abort", "closed_header", "create", "finalize",
+    "move_into_place", "plan", "pwrite_all", "summed_header", "temp_name", "write_block",
 ]  # fmt: skip
 
 #: Bytes of encoded values a block task holds at once (one buffer per task, reused).
@@ -275,7 +275,13 @@ def closed_header(slot: HDUSlot, parts: Sequence[int]) -> bytes:
     datasum = 0
     for part in parts:
         datasum = add(datasum, part)
-    header = bytearray(slot.header)
+    return summed_header(slot.header, datasum)
+
+
+def summed_header(block: bytes, datasum: int) -> bytes:
+    """The header ``block`` (with DATASUM/CHECKSUM placeholders) with the data's sum
+    ``datasum`` and the CHECKSUM that brings the HDU's sum to -0."""
+    header = bytearray(block)
     found = {}
     for i in range(0, len(header), _CARD):
         key = bytes(header[i : i + 8]).rstrip()
@@ -301,11 +307,14 @@ def finalize(p: WritePlan, sums: Sequence[Sequence[int]]) -> str:
             getattr(os, "fdatasync", os.fsync)(fd)
     finally:
         os.close(fd)
-    _move(p)
+    move_into_place(p)
     return p.target
 
 
-def _move(p: WritePlan) -> None:
+def move_into_place(p: WritePlan) -> None:
+    """Rename (``overwrite``) or link the complete temporary file to the target; then sync
+    the directory (``fsync``). Takes any plan with ``temp``, ``target``, ``overwrite`` and
+    ``fsync``."""
     if p.overwrite:
         os.replace(p.temp, p.target)
     else:

@@ -23,13 +23,27 @@ from typing import Any
 
 from dfits.errors import HeaderError, OutputExistsError, UnsupportedError, where
 
-__all__ = ["fits_to_zarr", "zarr_to_fits"]
+__all__ = ["fits_to_fits", "fits_to_zarr", "zarr_to_fits"]
 
 
 def _header_text(hdu: Any) -> str:
     from dfits.xarray.headertext import readable_header
 
     return readable_header(hdu.header.tostring().decode("latin-1"))
+
+
+def _images(f: Any) -> list[Any]:
+    """The image HDUs with data; a table or other HDU raises, naming it."""
+    images = []
+    for hdu in f:
+        if hdu.kind in ("primary", "image") and not hdu.shape:
+            continue  # no data (NAXIS = 0)
+        if not hdu.is_image:
+            raise UnsupportedError(
+                f"{where(f.filename, hdu.index, hdu.name)}: a {hdu.kind} HDU; only images convert"
+            )
+        images.append(hdu)
+    return images
 
 
 def fits_to_zarr(
@@ -46,16 +60,7 @@ def fits_to_zarr(
     if os.path.exists(target) and not overwrite:
         raise OutputExistsError(f"{where(target)}: exists; pass overwrite=True to replace it")
     f = dfits.open(src)
-    images = []
-    for hdu in f:
-        if hdu.kind in ("primary", "image") and not hdu.shape:
-            continue  # no data (NAXIS = 0)
-        if not hdu.is_image:
-            raise UnsupportedError(
-                f"{where(f.filename, hdu.index, hdu.name)}: a {hdu.kind} HDU; only images "
-                "convert to zarr"
-            )
-        images.append(hdu)
+    images = _images(f)
     group = zarr.open_group(target, mode="w" if overwrite else "w-")
     group.attrs["fits_hdus"] = [f"hdu{h.index}" for h in images]
     if not f[0].shape:
@@ -74,13 +79,15 @@ def fits_to_zarr(
 
 
 def zarr_to_fits(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool
-) -> str:
-    """Write a zarr group made by :func:`fits_to_zarr` back as the FITS file ``dst``."""
+    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool,
+    compression: str | None = None,
+) -> str:  # fmt: skip
+    """Write a zarr group made by :func:`fits_to_zarr` back as the FITS file ``dst``
+    (tile-compressed with ``compression``, see :func:`fits_to_fits`)."""
     import dask.array as da
     import zarr
 
-    from dfits.array.tofits import ImageItem, write_images
+    from dfits.array.tofits import ImageItem
     from dfits.format.header import Header
     from dfits.format.imagehdu import user_cards
     from dfits.format.mandatory import MANDATORY
@@ -98,6 +105,40 @@ def zarr_to_fits(
         extname = arr.attrs.get("fits_extname") or None
         extname = None if extname == "PRIMARY" else extname
         items.append(ImageItem(da.from_zarr(arr), cards, extname))
-    # one image: the primary HDU; more: IMAGE extensions after an empty primary (the writer
-    # makes that one; a data-less primary's own cards stay in the group's attributes only)
-    return str(write_images(items, dst, primary=len(items) == 1, overwrite=overwrite))
+    # the primary HDU's data back in the primary (the file's first HDU is hdu0 when it held
+    # data); else IMAGE extensions after an empty primary (the writer makes that one; a
+    # data-less primary's own cards stay in the group's attributes only)
+    primary = len(items) == 1 or names[0] == "hdu0"
+    return _write(items, dst, primary, overwrite, compression)
+
+
+def _write(items: list[Any], dst: Any, primary: bool, overwrite: bool, compression: Any) -> str:
+    from dfits.array.tocompressed import write_compressed
+    from dfits.array.tofits import write_images
+
+    if compression is None:
+        return str(write_images(items, dst, primary=primary, overwrite=overwrite))
+    return str(write_compressed(items, dst, compression=compression, overwrite=overwrite))
+
+
+def fits_to_fits(
+    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool,
+    compression: str,
+) -> str:  # fmt: skip
+    """Write the image HDUs of ``src`` tile-compressed (``compression``, with the defaults of
+    :func:`dfits.to_fits`: row tiles, floats quantised at level 16 with SUBTRACTIVE_DITHER_2)
+    to ``dst``, as fpack does; each keeps its cards but the mandatory and scaling ones (a
+    scaled image is written as its physical values). Tables raise before anything is written.
+    """
+    import dfits
+    from dfits.array.tofits import ImageItem
+    from dfits.format.imagehdu import user_cards
+    from dfits.format.mandatory import MANDATORY
+
+    f = dfits.open(src)
+    items = []
+    for hdu in _images(f):
+        cards = [c for c in user_cards(hdu.header) if not MANDATORY.fullmatch(c[0])]
+        name = None if hdu.name in ("PRIMARY", "") else hdu.name
+        items.append(ImageItem(hdu.data, cards, name))
+    return _write(items, dst, False, overwrite, compression)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from dfits.array.tocompressed import write_compressed
 from dfits.array.tofits import ImageItem, append_images, write_images
 from dfits.format.imagehdu import UserCard, user_cards
 from dfits.format.longcards import format_cards
@@ -135,6 +136,11 @@ def to_fits(
     bscale: float = 1.0,
     bzero: float = 0.0,
     blank: int | None = None,
+    compression: str | None = None,
+    tile_shape: Any = None,
+    quantize_level: float = 16.0,
+    quantize_method: str = "SUBTRACTIVE_DITHER_2",
+    dither_seed: int | None = None,
 ) -> Any:
     """Write arrays, DataArrays or Datasets to a FITS file, in parallel and atomically.
 
@@ -168,6 +174,22 @@ def to_fits(
         The scaling (with ``bitpix`` only).
     blank : int, optional
         The stored value of NaN (default: the type's minimum; 255 for BITPIX 8).
+    compression : {"RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"}, optional
+        Write every image tile-compressed (a ``ZIMAGE`` binary table extension after an empty
+        primary HDU, as fpack and astropy's ``CompImageHDU``): the chunk tasks compress their
+        tiles in parallel. Integers are lossless; floats are quantised per tile (RICE_1
+        needs that; with GZIP_1/GZIP_2/NOCOMPRESS ``quantize_level=0`` keeps them exact), NaN
+        stored as ZBLANK. Not with ``bitpix``.
+    tile_shape : tuple of int, optional
+        Tile shape in numpy axis order (default: one image row per tile, as fpack). Edge tiles
+        are partial; chunks are rechunked to whole tiles.
+    quantize_level : float
+        Floats: ZSCALE = the tile's noise / level (> 0), or ``-quantize_level`` (< 0); 0 stores
+        floats losslessly (not with RICE_1).
+    quantize_method : {"SUBTRACTIVE_DITHER_2", "SUBTRACTIVE_DITHER_1", "NO_DITHER"}
+        The dither of quantised floats (_2 keeps exact zeros exact).
+    dither_seed : int, optional
+        ZDITHER0, 1..10000 (default: from the clock, as astropy and fpack).
 
     Returns
     -------
@@ -182,6 +204,15 @@ def to_fits(
     """
     items, primary = items_of(obj, header)
     quantize = _quantize(bitpix, bscale, bzero, blank)
+    if compression is not None:
+        if quantize is not None:
+            raise ValueError("bitpix/bscale/bzero/blank and compression: use quantize_level")
+        return write_compressed(
+            items, path, compression=compression, tile_shape=tile_shape,
+            quantize_level=quantize_level, quantize_method=quantize_method,
+            dither_seed=dither_seed, overwrite=overwrite, checksum=checksum, compute=compute,
+            fsync=fsync,
+        )  # fmt: skip
     return write_images(
         items, path, primary=primary, overwrite=overwrite, checksum=checksum, compute=compute,
         fsync=fsync, quantize=quantize,

@@ -1,0 +1,216 @@
+"""What a tile-compressed image that dfits writes holds: its tiles, table header and rows.
+
+The contract: :func:`parse_compression` checks the caller's choice (algorithm, tile shape,
+quantisation) against the image's shape and storage, before anything is written, and returns
+a frozen :class:`TileSpec`. :func:`table_header` builds the ``ZIMAGE = T`` binary table's
+header block — table keywords, Z keywords as the tiled image convention (and astropy, fpack)
+write them, the caller's cards checked as :func:`~dfits.format.imagehdu.image_header` checks
+them, DATASUM/CHECKSUM placeholders — and :func:`table_rows` the big-endian rows: per tile
+the (bytes, heap offset) descriptors of COMPRESSED_DATA (and GZIP_COMPRESSED_DATA, which holds
+the float tiles that cannot be quantised, losslessly) and ZSCALE/ZZERO of quantised floats.
+Tiles are numbered in C order of the tile grid (numpy axes; FITS axis 1 fastest).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dfits.errors import UnsupportedError
+from dfits.format.cards import BLOCK_SIZE, END_CARD, format_card
+from dfits.format.checksum import CHECKSUM_ZERO, checksum_card
+from dfits.format.imagehdu import Storage, UserCard, kept_cards
+from dfits.format.tiles import QUANTIZE_METHODS
+
+__all__ = ["COMPRESSIONS", "NULL_VALUE", "TileSpec", "parse_compression", "table_header",
+           "table_rows"]  # fmt: skip
+
+#: The algorithms dfits writes.
+COMPRESSIONS = ("RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS")
+#: The stored integer of a NaN in quantised float tiles (cfitsio's, written as ZBLANK).
+NULL_VALUE = -2147483647
+_MAX_DESCRIPTOR = 2**31 - 1
+# a caller's table or compression keywords would contradict the ones written here
+_Z_OWNED = re.compile(
+    r"Z(IMAGE|CMPTYPE|BITPIX|NAXIS\d*|TILE\d+|NAME\d+|VAL\d+|QUANTIZ|DITHER0|BLANK|SIMPLE|"
+    r"TENSION|EXTEND|PCOUNT|GCOUNT|HECKSUM|DATASUM|MASKCMP|SCALE|ZERO|BLOCKED)|"
+    r"T(TYPE|FORM|UNIT|NULL|SCAL|ZERO|DISP|DIM|BCOL)\d+|TFIELDS|THEAP"
+)
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """How one image is tiled and encoded.
+
+    Attributes
+    ----------
+    algorithm : str
+        One of :data:`COMPRESSIONS`.
+    shape, tile : tuple of int
+        The image's and a whole tile's shape, numpy order.
+    storage : Storage
+        How the image's values are stored (ZBITPIX; the top-bit flip and BZERO of unsigned).
+    level : float
+        Floats: 0 for lossless; > 0: ZSCALE = noise / level per tile; < 0: ZSCALE = -level.
+    method : int
+        Dither of quantised floats: -1 (NO_DITHER), 1 or 2 (SUBTRACTIVE_DITHER_1/_2).
+    dither0 : int
+        ZDITHER0, the first tile's dither seed (1..10000).
+    blocksize : int
+        RICE_1 pixels per block.
+    """
+
+    algorithm: str
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+    storage: Storage
+    level: float = 16.0
+    method: int = 2
+    dither0: int = 1
+    blocksize: int = 32
+
+    @property
+    def quantised(self) -> bool:
+        """Floats stored as dithered 32-bit integers, one ZSCALE/ZZERO per tile."""
+        return self.storage.bitpix < 0 and self.level != 0
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return tuple(-(-n // t) for n, t in zip(self.shape, self.tile, strict=True))
+
+    @property
+    def ntiles(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def bytepix(self) -> int:
+        """Bytes of each encoded integer (quantised floats: 4)."""
+        return 4 if self.quantised else abs(self.storage.bitpix) // 8
+
+
+def _tile_shape(shape: tuple[int, ...], tile: Any, what: str) -> tuple[int, ...]:
+    if tile is None:
+        # fpack's and astropy's default: one image row per tile
+        return (1,) * (len(shape) - 1) + shape[-1:]
+    out = tuple(int(t) for t in tile)
+    if len(out) != len(shape) or any(t < 1 for t in out):
+        raise ValueError(f"{what}: tile_shape {tile!r} must be {len(shape)} positive integers")
+    return tuple(min(t, n) for t, n in zip(out, shape, strict=True))
+
+
+def parse_compression(
+    shape: tuple[int, ...], storage: Storage, what: str, *, compression: str,
+    tile_shape: Any = None, quantize_level: float = 16.0,
+    quantize_method: str = "SUBTRACTIVE_DITHER_2", dither_seed: int = 1,
+) -> TileSpec:  # fmt: skip
+    """The :class:`TileSpec` of an image, or the reason it cannot be written so.
+
+    Raises
+    ------
+    UnsupportedError
+        An algorithm dfits does not write, RICE_1 of 64-bit integers or of lossless floats,
+        an image without pixels.
+    ValueError
+        A bad tile shape, quantisation level, method or dither seed.
+    """
+    algorithm = str(compression).upper()
+    if algorithm not in COMPRESSIONS:
+        raise UnsupportedError(
+            f"{what}: cannot write {compression!r} tiles (dfits writes {', '.join(COMPRESSIONS)})"
+        )
+    if not shape or math.prod(shape) == 0:
+        raise UnsupportedError(f"{what}: a tile-compressed image needs pixels, not {shape}")
+    level = float(quantize_level)
+    if not math.isfinite(level):
+        raise ValueError(f"{what}: quantize_level {quantize_level!r} must be finite")
+    method = QUANTIZE_METHODS.get(str(quantize_method).upper())
+    if method is None:
+        raise ValueError(f"{what}: quantize_method {quantize_method!r}: one of {QUANTIZE_METHODS}")
+    if isinstance(dither_seed, bool) or not 1 <= int(dither_seed) <= 10000:
+        raise ValueError(f"{what}: dither_seed {dither_seed!r} must be in 1..10000")
+    spec = TileSpec(algorithm, tuple(shape), _tile_shape(tuple(shape), tile_shape, what),
+                    storage, level, method, int(dither_seed))  # fmt: skip
+    if algorithm == "RICE_1" and storage.bitpix == 64:
+        raise UnsupportedError(f"{what}: RICE_1 does not encode 64-bit integers; use GZIP_1/2")
+    if algorithm == "RICE_1" and storage.bitpix < 0 and level == 0:
+        raise UnsupportedError(f"{what}: RICE_1 of floats needs quantisation (quantize_level≠0)")
+    return spec
+
+
+def _columns(spec: TileSpec, heap: int, longest: tuple[int, int]) -> list[tuple[str, str]]:
+    kind = "P" if heap <= _MAX_DESCRIPTOR else "Q"
+    cols = [("COMPRESSED_DATA", f"1{kind}B({longest[0]})")]
+    if spec.quantised:
+        cols += [("GZIP_COMPRESSED_DATA", f"1{kind}B({longest[1]})"), ("ZSCALE", "1D"),
+                 ("ZZERO", "1D")]  # fmt: skip
+    return cols
+
+
+def _row_bytes(cols: list[tuple[str, str]]) -> int:
+    sizes = {"P": 8, "Q": 16, "D": 8}
+    return sum(sizes[form[1]] for _, form in cols)
+
+
+def table_header(
+    spec: TileSpec, heap: int, longest: tuple[int, int], *, cards: list[UserCard] = (),  # type: ignore[assignment]
+    extname: str | None = None, checksum: bool = True, what: str = "",
+) -> bytes:  # fmt: skip
+    """The header block of the compressed image's table, for a heap of ``heap`` bytes whose
+    longest COMPRESSED_DATA and GZIP_COMPRESSED_DATA arrays are ``longest``."""
+    cols = _columns(spec, heap, longest)
+    head: list[tuple[Any, ...]] = [
+        ("XTENSION", "BINTABLE", "binary table extension"), ("BITPIX", 8), ("NAXIS", 2),
+        ("NAXIS1", _row_bytes(cols)), ("NAXIS2", spec.ntiles), ("PCOUNT", heap), ("GCOUNT", 1),
+        ("TFIELDS", len(cols)),
+    ]  # fmt: skip
+    for i, (name, form) in enumerate(cols, 1):
+        head += [(f"TTYPE{i}", name), (f"TFORM{i}", form)]
+    bitpix = spec.storage.bitpix
+    head += [("ZIMAGE", True, "extension contains compressed image"), ("ZBITPIX", bitpix),
+             ("ZNAXIS", len(spec.shape))]  # fmt: skip
+    head += [(f"ZNAXIS{i}", n) for i, n in enumerate(reversed(spec.shape), 1)]
+    head += [(f"ZTILE{i}", n) for i, n in enumerate(reversed(spec.tile), 1)]
+    head += [("ZCMPTYPE", spec.algorithm, "compression algorithm")]
+    if spec.algorithm == "RICE_1":
+        head += [("ZNAME1", "BLOCKSIZE"), ("ZVAL1", spec.blocksize), ("ZNAME2", "BYTEPIX"),
+                 ("ZVAL2", spec.bytepix)]  # fmt: skip
+    if spec.quantised:
+        method = {v: k for k, v in QUANTIZE_METHODS.items()}[spec.method]
+        head += [("ZQUANTIZ", method), ("ZDITHER0", spec.dither0), ("ZBLANK", NULL_VALUE)]
+    elif bitpix < 0:
+        head += [("ZQUANTIZ", "NONE", "floats stored losslessly")]
+    if spec.storage.bzero is not None:
+        head += [("BSCALE", 1), ("BZERO", spec.storage.bzero)]
+    want = {"BITPIX": bitpix, "NAXIS": len(spec.shape)}
+    want |= {f"NAXIS{i + 1}": n for i, n in enumerate(reversed(spec.shape))}
+    kept = [c for c in kept_cards(cards, want, bitpix, what) if not _Z_OWNED.fullmatch(c[0])]
+    if extname is not None:
+        kept = [c for c in kept if c[0] != "EXTNAME"]
+        head += [("EXTNAME", extname)]
+    raw = b"".join(format_card(*c) for c in head) + b"".join(c[2] for c in kept)
+    if checksum:
+        raw += checksum_card("DATASUM", "0", "data unit checksum")
+        raw += checksum_card("CHECKSUM", CHECKSUM_ZERO, "HDU checksum")
+    raw += END_CARD
+    return raw + b" " * (-len(raw) % BLOCK_SIZE)
+
+
+def table_rows(
+    spec: TileSpec, heap: int, spans: np.ndarray, fallback: np.ndarray, scale: np.ndarray,
+    zero: np.ndarray,
+) -> bytes:  # fmt: skip
+    """The table's rows: ``spans``/``fallback`` ``(ntiles, 2)`` (bytes, heap offset) of each
+    tile's COMPRESSED_DATA / GZIP_COMPRESSED_DATA, ``scale``/``zero`` its ZSCALE/ZZERO."""
+    word = ">i4" if heap <= _MAX_DESCRIPTOR else ">i8"
+    fields = [("c", word, (2,))]
+    if spec.quantised:
+        fields += [("g", word, (2,)), ("s", ">f8"), ("z", ">f8")]
+    rows = np.zeros(spec.ntiles, dtype=fields)
+    rows["c"] = spans
+    if spec.quantised:
+        rows["g"], rows["s"], rows["z"] = fallback, scale, zero
+    return rows.tobytes()

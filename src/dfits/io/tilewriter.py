@@ -1,0 +1,262 @@
+"""A tile-compressed FITS file written by chunk tasks: scratch heaps, then one assembly.
+
+The contract: a :class:`ZPlan` (picklable: paths, tile specs and cards, no data) lists the
+HDUs — an empty primary, then one ``ZIMAGE`` binary table per image. :func:`create` makes the
+(empty) temporary file beside the target. Each :func:`write_chunk`, in any thread or process
+that sees the same filesystem, compresses the whole tiles of one chunk
+(:func:`~dfits.kernels.tileencode.encode_tile`) into a scratch file of its own beside the
+target, holding at most :data:`~dfits.io.fitswriter.BUFFER` bytes at once, and returns only
+numbers: per tile its table row, byte counts and ZSCALE/ZZERO, and the chunk's
+ones'-complement sum. :func:`assemble` then writes, per HDU, the table header and rows (now
+that the heap's size and the descriptors are known), copies the scratch heaps after them in
+chunk order (``copy_file_range``: no pass through memory), sets DATASUM/CHECKSUM from the
+chunks' sums placed at their offsets (no second pass), syncs and renames into place, and
+removes the scratch files.
+
+Failures: :func:`abort` removes the temporary file, then every scratch file. A chunk task still
+running when another failed removes its own scratch file when it finds the temporary file
+gone, so none survives a clean failure; those of a killed process carry its pid and are
+removed by the next write to the target (:func:`~dfits.io.fitswriter.temp_name`). A retried
+chunk task rewrites its scratch file whole: the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dfits.format.checksum import add, place
+from dfits.format.imagehdu import UserCard
+from dfits.format.ztable import TileSpec, table_header, table_rows
+from dfits.io import fitswriter
+from dfits.io.fitswriter import BUFFER, pwrite_all, summed_header
+from dfits.kernels.checksum import word_sum
+from dfits.kernels.tileencode import encode_tile
+
+__all__ = ["ZHDU", "ChunkTiles", "ZPlan", "abort", "assemble", "create", "plan", "write_chunk"]
+
+_SUFFIX = ".dfits-part"
+
+
+@dataclass(frozen=True)
+class ZHDU:
+    """One HDU: a compressed image (``spec``), or the empty primary (``spec`` None, whose
+    complete ``header`` is given)."""
+
+    spec: TileSpec | None
+    header: bytes = b""
+    cards: tuple[UserCard, ...] = ()
+    extname: str | None = None
+    checksum: bool = True
+    what: str = ""
+
+    def table_header(self, heap: int, longest: tuple[int, int]) -> bytes:
+        assert self.spec is not None
+        return table_header(
+            self.spec, heap, longest, cards=list(self.cards), extname=self.extname,
+            checksum=self.checksum, what=self.what,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ZPlan:
+    """The target, its temporary file, and the HDUs in order."""
+
+    target: str
+    temp: str
+    hdus: tuple[ZHDU, ...]
+    overwrite: bool
+    fsync: bool = True
+
+
+@dataclass(frozen=True)
+class ChunkTiles:
+    """What a chunk task returns: per tile its row, (compressed, fallback) byte counts and
+    ZSCALE/ZZERO; the chunk's scratch size and ones'-complement sum."""
+
+    rows: np.ndarray
+    sizes: np.ndarray
+    scale: np.ndarray
+    zero: np.ndarray
+    nbytes: int
+    checksum: int
+
+
+def plan(target: str, hdus: Sequence[ZHDU], *, overwrite: bool, fsync: bool = True) -> ZPlan:
+    """Plan the write; the checks of :func:`~dfits.io.fitswriter.plan` (missing directory,
+    existing target) and of every table header (the caller's cards) happen here."""
+    base = fitswriter.plan(target, [], overwrite=overwrite, fsync=fsync)
+    for hdu in hdus:
+        if hdu.spec is not None:
+            hdu.table_header(0, (0, 0))
+    return ZPlan(base.target, base.temp, tuple(hdus), overwrite, fsync)
+
+
+def scratch_name(p: ZPlan, hdu: int, chunk: int) -> str:
+    """The scratch file of one chunk: the temporary name's owner (host, pid) and id kept, so
+    that stale ones are recognised like temporary files."""
+    return f"{p.temp[: -len(_SUFFIX)]}-{hdu}-{chunk}{_SUFFIX}"
+
+
+def create(p: ZPlan) -> bool:
+    """Create the empty temporary file (chunk tasks write only while it exists)."""
+    os.close(os.open(p.temp, os.O_WRONLY | os.O_CREAT, 0o644))
+    return True
+
+
+def _tiles(spec: TileSpec, starts: tuple[int, ...], block: tuple[int, ...]):
+    """``(table row, region of the block)`` of every tile in a block at ``starts``."""
+    first = [s // t for s, t in zip(starts, spec.tile, strict=True)]
+    sub = [-(-b // t) for b, t in zip(block, spec.tile, strict=True)]
+    for idx in np.ndindex(*sub):
+        region = tuple(
+            slice(i * t, min((i + 1) * t, b)) for i, t, b in zip(idx, spec.tile, block, strict=True)
+        )
+        tile = tuple(f + i for f, i in zip(first, idx, strict=True))
+        yield int(np.ravel_multi_index(tile, spec.grid)), region
+
+
+def write_chunk(
+    p: ZPlan, hdu: int, chunk: int, values: np.ndarray, starts: tuple[int, ...]
+) -> ChunkTiles:
+    """Compress the tiles of one chunk (at ``starts``, whole tiles) into its scratch file."""
+    spec = p.hdus[hdu].spec
+    assert spec is not None
+    v = np.asarray(values)
+    rows, sizes, scale, zero = [], [], [], []
+    name = scratch_name(p, hdu, chunk)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    pending: list[bytes] = []
+    held = written = total = 0
+    try:
+        for row, region in _tiles(spec, tuple(starts), v.shape):
+            data, fallback, s, z = encode_tile(spec, v[region], row)
+            rows.append(row)
+            sizes.append((len(data), len(fallback)))
+            scale.append(s)
+            zero.append(z)
+            pending += [data, fallback]
+            held += len(data) + len(fallback)
+            if held >= BUFFER:
+                total, written = _flush(fd, pending, total, written)
+                pending, held = [], 0
+        total, written = _flush(fd, pending, total, written)
+    finally:
+        os.close(fd)
+    if not os.path.exists(p.temp):
+        # the write failed elsewhere and was cleaned up while this task ran
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+        raise FileNotFoundError(f"{p.temp}: the write was abandoned")
+    return ChunkTiles(np.array(rows, np.int64), np.array(sizes, np.int64).reshape(-1, 2),
+                      np.array(scale), np.array(zero), written, total)  # fmt: skip
+
+
+def _flush(fd: int, pieces: list[bytes], total: int, written: int) -> tuple[int, int]:
+    raw = b"".join(pieces)
+    if raw:
+        pwrite_all(fd, memoryview(raw), written)
+        total = add(total, place(word_sum(np.frombuffer(raw, np.uint8)), written))
+    return total, written + len(raw)
+
+
+def _descriptors(spec: TileSpec, chunks: Sequence[ChunkTiles]):
+    """Per tile (bytes, heap offset) of both columns, ZSCALE/ZZERO; each chunk's heap
+    offset; the heap's size."""
+    n = spec.ntiles
+    spans, fallback = np.zeros((n, 2), np.int64), np.zeros((n, 2), np.int64)
+    scale, zero, seen = np.zeros(n), np.zeros(n), np.zeros(n, np.int64)
+    bases, base = [], 0
+    for ch in chunks:
+        bases.append(base)
+        ends = base + np.cumsum(ch.sizes.sum(axis=1))
+        at = ends - ch.sizes.sum(axis=1)
+        spans[ch.rows, 0], spans[ch.rows, 1] = ch.sizes[:, 0], at
+        fallback[ch.rows, 0], fallback[ch.rows, 1] = ch.sizes[:, 1], at + ch.sizes[:, 0]
+        scale[ch.rows], zero[ch.rows] = ch.scale, ch.zero
+        seen[ch.rows] += 1
+        base += ch.nbytes
+    if not (seen == 1).all():
+        raise RuntimeError(f"tiles written {seen.min()}..{seen.max()} times, not once each")
+    for d in (spans, fallback):
+        d[d[:, 0] == 0, 1] = 0  # empty arrays point at the heap's start
+    return spans, fallback, scale, zero, bases, base
+
+
+def _copy(src: str, dst: int, at: int) -> None:
+    """Append the scratch file ``src`` at byte ``at`` of ``dst``, kernel to kernel."""
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        size, done = os.fstat(fd).st_size, 0
+        while done < size:
+            try:
+                n = os.copy_file_range(fd, dst, size - done, done, at + done)
+            except (AttributeError, OSError):
+                n = os.pwrite(dst, os.pread(fd, min(BUFFER, size - done), done), at + done)
+            if n <= 0:
+                raise OSError(f"{src}: could not copy byte {done} of {size}")
+            done += n
+    finally:
+        os.close(fd)
+
+
+def _write_hdu(p: ZPlan, i: int, chunks: Sequence[ChunkTiles], fd: int, at: int) -> int:
+    """Write HDU ``i`` at byte ``at``; return where the next one starts."""
+    hdu = p.hdus[i]
+    if hdu.spec is None:
+        head = summed_header(hdu.header, 0) if hdu.checksum else hdu.header
+        pwrite_all(fd, memoryview(head), at)
+        return at + len(head)
+    spans, fallback, scale, zero, bases, heap = _descriptors(hdu.spec, chunks)
+    longest = (int(spans[:, 0].max()), int(fallback[:, 0].max()))
+    table = table_rows(hdu.spec, heap, spans, fallback, scale, zero)
+    head = hdu.table_header(heap, longest)
+    if hdu.checksum:
+        datasum = word_sum(np.frombuffer(table, np.uint8))
+        for ch, base in zip(chunks, bases, strict=True):
+            datasum = add(datasum, place(ch.checksum, len(table) + base))
+        head = summed_header(head, datasum)
+    pwrite_all(fd, memoryview(head + table), at)
+    start = at + len(head) + len(table)
+    for k, base in enumerate(bases):
+        _copy(scratch_name(p, i, k), fd, start + base)
+    end = start + heap
+    pad = -(end - at - len(head)) % 2880
+    pwrite_all(fd, memoryview(b"\0" * pad), end)
+    return end + pad
+
+
+def assemble(p: ZPlan, results: Sequence[Sequence[ChunkTiles]]) -> str:
+    """Write every HDU into the temporary file, sync, move it into place; remove scratch."""
+    fd = os.open(p.temp, os.O_WRONLY)
+    try:
+        at = 0
+        for i, chunks in enumerate(results):
+            at = _write_hdu(p, i, chunks, fd, at)
+        os.ftruncate(fd, at)
+        if p.fsync:
+            getattr(os, "fdatasync", os.fsync)(fd)
+    finally:
+        os.close(fd)
+    fitswriter.move_into_place(p)  # type: ignore[arg-type]
+    _remove_scratch(p)
+    return p.target
+
+
+def _remove_scratch(p: ZPlan) -> None:
+    pattern = glob.escape(p.temp[: -len(_SUFFIX)]) + "-*" + _SUFFIX
+    for name in glob.glob(pattern):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def abort(p: ZPlan) -> None:
+    """Remove the temporary file, then every scratch file (in that order: see the module)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(p.temp)
+    _remove_scratch(p)

@@ -1,0 +1,224 @@
+"""Tile-compressed output: every algorithm × dtype reads back the same in astropy, funpack and
+dfits; integers bit-identical, floats quantised with the dither the readers undo."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from astropy.io import fits
+
+import dfits
+from dfits.array.tocompressed import aligned_chunks
+from dfits.format.imagehdu import parse_storage
+from dfits.format.ztable import parse_compression
+
+ALGORITHMS = ["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"]
+
+
+def _funpack(path):
+    """The image funpack decodes (cfitsio), or a skip where it is not installed."""
+    tool = shutil.which("funpack")
+    if tool is None:
+        pytest.skip("funpack not installed (apt-get install libcfitsio-bin)")
+    out = subprocess.run([tool, "-S", str(path)], capture_output=True, check=True).stdout
+    with fits.open(io.BytesIO(out)) as hl:
+        return [h.data.copy() for h in hl if h.data is not None]
+
+
+def _fitsverify(path):
+    tool = shutil.which("fitsverify")
+    if tool is None:
+        pytest.skip("fitsverify not installed (apt-get install fitsverify)")
+    out = subprocess.run([tool, "-q", str(path)], capture_output=True, text=True, check=False)
+    assert "verification OK" in out.stdout, out.stdout + out.stderr
+
+
+def _table_header(path):
+    with fits.open(path, disable_image_compression=True) as hl:
+        return hl[1].header.copy()
+
+
+def _values(dtype, shape=(37, 53), seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(100, 20, shape).astype(dtype)
+    if x.dtype.kind == "f" and x.shape[0] > 8:
+        x[3, 4] = np.nan  # → ZBLANK
+        x[5, :] = 7.0  # a constant row tile: no noise, stored exactly (GZIP_COMPRESSED_DATA)
+        x[7, 1] = 0.0  # exact under SUBTRACTIVE_DITHER_2
+        x[8, 2:] = np.inf  # a tile with infinities: exactly, too
+    elif x.dtype.kind == "i":
+        x.reshape(-1)[:3] = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max, 0
+    return x
+
+
+def _as_cfitsio(values):
+    """What cfitsio (funpack) reads for floats: infinities are nulls to it, so NaN."""
+    return np.where(np.isinf(values), np.nan, values)
+
+
+def _read_back(path, hdu=1):
+    with fits.open(path, checksum=True) as hl:
+        ours = hl[hdu].data
+        assert isinstance(hl[hdu], fits.CompImageHDU)
+        theirs = ours.copy()
+    return theirs, dfits.open(path)[hdu].data.compute()
+
+
+def _check_file(path, values, lossless):
+    astropy_values, dfits_values = _read_back(path)
+    np.testing.assert_array_equal(dfits_values, astropy_values)
+    assert dfits_values.dtype == values.dtype
+    if lossless:
+        np.testing.assert_array_equal(dfits_values, values)
+    _fitsverify(path)
+    assert all(h.ok and h.checksum.status == "ok" for h in dfits.verify_checksum(path))
+    return dfits_values
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("dtype", ["int16", "int32", "float32"])
+def test_every_algorithm_reads_back_alike(tmp_path, algorithm, dtype):
+    values = _values(dtype)
+    path = tmp_path / "x.fits"
+    # chunks that cut through rows: rechunked to whole row tiles
+    x = da.from_array(values, chunks=(10, 20))
+    dfits.to_fits(x, path, compression=algorithm, dither_seed=17)
+    assert _table_header(path)["ZCMPTYPE"] == algorithm
+    got = _check_file(path, values, lossless=values.dtype.kind != "f")
+    if algorithm != "NOCOMPRESS":  # cfitsio has no NOCOMPRESS decoder ("unknown algorithm")
+        np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
+    if values.dtype.kind == "f":
+        finite = np.isfinite(values)
+        assert np.isnan(got[3, 4])
+        np.testing.assert_array_equal(got[5], values[5])  # exactly: the fallback tile
+        np.testing.assert_array_equal(got[8], values[8])
+        assert got[7, 1] == 0.0
+        # dithered quantisation errs by at most half a level (noise / 16, noise 20)
+        assert np.nanmax(np.abs(got[finite] - values[finite])) < 20 / 16
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "int8", "uint8", "uint32", "int64"])
+def test_offset_and_wide_integers_are_lossless(tmp_path, dtype):
+    values = _values(dtype, (20, 30))
+    path = tmp_path / "x.fits"
+    dfits.to_fits(values, path, compression="GZIP_2")
+    _check_file(path, values, lossless=True)
+    if dtype != "int64":  # cfitsio decodes no 64-bit integer tiles (status 410)
+        np.testing.assert_array_equal(_funpack(path)[0], values)
+
+
+@pytest.mark.parametrize("algorithm", ["RICE_1", "GZIP_1"])
+def test_partial_edge_tiles(tmp_path, algorithm):
+    values = _values("int32", (3, 41, 29))
+    path = tmp_path / "edges.fits"
+    x = da.from_array(values, chunks=(2, 17, 29))
+    dfits.to_fits(x, path, compression=algorithm, tile_shape=(2, 8, 10))
+    h = _table_header(path)
+    assert (h["ZTILE1"], h["ZTILE2"], h["ZTILE3"], h["NAXIS2"]) == (10, 8, 2, 3 * 6 * 2)
+    _check_file(path, values, lossless=True)
+    np.testing.assert_array_equal(_funpack(path)[0], values)
+
+
+def test_float64_and_float_tiles(tmp_path):
+    values = _values("float64", (16, 40))
+    path = tmp_path / "f8.fits"
+    dfits.to_fits(values, path, compression="RICE_1", tile_shape=(4, 40), dither_seed=5000)
+    got = _check_file(path, values, lossless=False)
+    np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
+
+
+@pytest.mark.parametrize("algorithm", ["GZIP_1", "GZIP_2"])
+def test_level_zero_keeps_floats_exact(tmp_path, algorithm):
+    values = _values("float32", (9, 33))
+    path = tmp_path / "exact.fits"
+    dfits.to_fits(values, path, compression=algorithm, quantize_level=0)
+    _check_file(path, values, lossless=True)
+    np.testing.assert_array_equal(_funpack(path)[0], values)
+
+
+@pytest.mark.parametrize("method", ["NO_DITHER", "SUBTRACTIVE_DITHER_1"])
+def test_other_dithers_and_a_fixed_scale(tmp_path, method):
+    values = _values("float32", (12, 50))
+    path = tmp_path / "q.fits"
+    dfits.to_fits(values, path, compression="RICE_1", quantize_method=method,
+                  quantize_level=-0.25)  # fmt: skip
+    got = _check_file(path, values, lossless=False)
+    np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
+    finite = np.isfinite(values) & (values != 7.0)
+    assert np.abs(got[finite] - values[finite]).max() <= 0.125 + 1e-4
+
+
+def test_dataset_header_and_wcs(tmp_path):
+    dims = ("y", "x")
+    img = xr.DataArray(_values("float32", (6, 10)), dims=dims,
+                       coords={"x": np.arange(10) * 2.0 + 1}, attrs={"units": "Jy"})  # fmt: skip
+    ds = xr.Dataset({"sci": img, "dq": img.fillna(0).astype("i2")})
+    path = tmp_path / "ds.fits"
+    dfits.to_fits(ds, path, compression="RICE_1", header={"OBJECT": "M 1"})
+    with fits.open(path) as hl:
+        assert [h.name for h in hl] == ["PRIMARY", "SCI", "DQ"]
+        assert hl["SCI"].header["BUNIT"] == "Jy"
+        assert hl["SCI"].header["OBJECT"] == "M 1"
+        assert hl["SCI"].header["CDELT1"] == 2.0
+        np.testing.assert_array_equal(hl["DQ"].data, ds["dq"].values)
+    f = dfits.open(path)
+    assert f["SCI"].header["OBJECT"] == "M 1"
+    assert f["DQ"].dtype == np.int16
+    _fitsverify(path)
+
+
+def test_accessor_and_delayed(tmp_path):
+    values = _values("int16", (8, 8))
+    path = tmp_path / "acc.fits"
+    graph = xr.DataArray(values, dims=("y", "x")).fits.to_fits(
+        path, compression="GZIP_1", compute=False
+    )
+    assert not path.exists()
+    graph.compute()
+    _check_file(path, values, lossless=True)
+
+
+def test_same_input_same_bytes(tmp_path):
+    x = da.from_array(_values("float32", (30, 40)), chunks=(7, 40))
+    a, b = tmp_path / "a.fits", tmp_path / "b.fits"
+    dfits.to_fits(x, a, compression="RICE_1", dither_seed=3)
+    dfits.to_fits(x.rechunk((13, 40)), b, compression="RICE_1", dither_seed=3)
+    # heap order follows the chunks, so the bytes may differ; the decoded values may not
+    np.testing.assert_array_equal(_read_back(a)[1], _read_back(b)[1])
+    dfits.to_fits(x, b, compression="RICE_1", dither_seed=3, overwrite=True)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_aligned_chunks_keep_their_size():
+    spec = parse_compression((1000, 4096), parse_storage("f4", "x"), "x", compression="RICE_1")
+    # row tiles over column chunks: whole rows, fewer of them
+    assert aligned_chunks(((100,) * 10, (512,) * 8), spec) == (12, 4096)
+    assert aligned_chunks(((250,) * 4, (4096,)), spec) == (250, 4096)
+    square = parse_compression((100, 100), parse_storage("i2", "x"), "x",
+                               compression="GZIP_1", tile_shape=(16, 16))  # fmt: skip
+    assert aligned_chunks(((30, 30, 30, 10), (100,)), square) == (32, 100)
+
+
+def test_bad_choices_raise_before_writing(tmp_path):
+    path = tmp_path / "x.fits"
+    with pytest.raises(dfits.UnsupportedError, match="HCOMPRESS_1"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="HCOMPRESS_1")
+    with pytest.raises(dfits.UnsupportedError, match="64-bit"):
+        dfits.to_fits(np.ones((4, 4), "i8"), path, compression="RICE_1")
+    with pytest.raises(dfits.UnsupportedError, match="quantisation"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="RICE_1", quantize_level=0)
+    with pytest.raises(ValueError, match="tile_shape"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="RICE_1", tile_shape=(0, 4))
+    with pytest.raises(ValueError, match="dither_seed"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="RICE_1", dither_seed=10001)
+    with pytest.raises(dfits.UnsupportedError, match="complex"):
+        dfits.to_fits(np.ones(4, complex), path, compression="RICE_1")
+    with pytest.raises(dfits.HeaderError, match="NAXIS1"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="RICE_1", header={"NAXIS1": 5})
+    assert list(tmp_path.iterdir()) == []
