@@ -93,3 +93,21 @@ def test_tables_and_unknown_directions_are_refused(tmp_path, capsys):
     assert not (tmp_path / "t.zarr").exists()
     assert main(["convert", str(path), str(tmp_path / "t.npy")]) == 1
     assert "must end in .zarr" in capsys.readouterr().err
+
+
+def test_compression_fits_to_fits_and_from_zarr(tmp_path, blanked):
+    packed, store, back = tmp_path / "p.fits", tmp_path / "x.zarr", tmp_path / "b.fits"
+    assert main(["convert", str(blanked), str(packed), "--compression", "GZIP_2"]) == 0
+    fits_to_zarr(blanked, store, overwrite=False)
+    zarr_to_fits(store, back, overwrite=False, compression="RICE_1")
+    with fits.open(blanked) as hl:
+        for path in (packed, back):
+            with fits.open(path, checksum=True) as out:
+                assert [h.name for h in out] == ["PRIMARY", "COMPRESSED_IMAGE", "ERR"]
+                assert out[1].header["OBJECT"] == "M 31"
+                # the scaled primary is written as its physical floats, quantised: NaN kept
+                assert np.isnan(out[1].data[2, 3])
+                np.testing.assert_allclose(out[1].data, hl[0].data, atol=0.5)
+                np.testing.assert_allclose(out["ERR"].data, hl["ERR"].data, atol=0.2)
+    assert main(["convert", str(blanked), str(packed), "--compression", "RICE_1"]) == 1
+    assert main(["convert", str(blanked), str(store), "--compression", "RICE_1"]) == 1

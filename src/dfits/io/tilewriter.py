@@ -23,6 +23,7 @@ chunk task rewrites its scratch file whole: the same bytes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ from dfits.kernels.tileencode import encode_tile
 __all__ = ["ZHDU", "ChunkTiles", "ZPlan", "abort", "assemble", "create", "plan", "write_chunk"]
 
 _SUFFIX = ".dfits-part"
+_NO_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,11 @@ def _copy(src: str, dst: int, at: int) -> None:
         while done < size:
             try:
                 n = os.copy_file_range(fd, dst, size - done, done, at + done)
-            except (AttributeError, OSError):
+            except (AttributeError, OSError) as err:
+                # no kernel copy between these files (other filesystems, old kernels): through
+                # a bounded buffer; a real failure (a full disk) is raised
+                if isinstance(err, OSError) and err.errno not in _NO_COPY:
+                    raise
                 n = os.pwrite(dst, os.pread(fd, min(BUFFER, size - done), done), at + done)
             if n <= 0:
                 raise OSError(f"{src}: could not copy byte {done} of {size}")
