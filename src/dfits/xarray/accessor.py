@@ -279,10 +279,10 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
     def reproject(
         self, target: Any, shape_out: tuple[int, int] | None = None, *, order: str = "bilinear"
     ) -> xr.DataArray:
-        """This 2-D (y, x) map (a moment map, a channel) on the grid of ``target`` (an astropy
-        Header, a WCS with ``shape_out``, or another dfits DataArray) through the
-        ``reproject`` package: lazy in blocks for interpolation, ``order="exact"`` for
-        flux-conserving (:mod:`dfits.xarray.reprojection`)."""
+        """This 2-D (y, x) map, or every plane of this (spectral, y, x) cube, on the grid of
+        ``target`` (an astropy Header, a WCS with ``shape_out``, or a dfits DataArray) through
+        the ``reproject`` package: lazy, ``order="exact"`` for flux-conserving
+        (:mod:`dfits.xarray.reprojection`)."""
         from dfits.xarray.reprojection import reproject_map
 
         return reproject_map(self._obj, self._celestial(), target, shape_out, order)

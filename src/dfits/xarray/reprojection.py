@@ -1,4 +1,5 @@
-"""Reprojection of a 2-D (y, x) map — a moment map, a channel — onto another celestial WCS.
+"""Reprojection of a 2-D (y, x) map — a moment map, a channel — or of a cube's every channel
+onto another celestial WCS.
 
 The contract: :func:`reproject_map` hands the map and its celestial WCS to the ``reproject``
 package (``reproject_interp``, or ``reproject_exact`` for flux-conserving ``order="exact"``)
@@ -7,7 +8,10 @@ image has: ``pixel_y``/``pixel_x``, 2-D longitude/latitude coordinates named as 
 names them, ``attrs["fits_header"]`` holding the target's celestial WCS (so ``.fits.wcs``
 and ``.fits.to_fits`` work) and the map's units. With ``reproject_interp`` the result is a
 lazy dask array computed in ``block_size`` blocks (reproject's dask mode); pixels the map
-does not cover are NaN.
+does not cover are NaN. A 3-D (spectral, y, x) cube is resampled plane by plane (the
+spectral axis kept as it is, as spectral-cube's ``reproject`` onto a header with the same
+spectral axis does), lazily: a ``map_blocks`` over channel chunks of whole planes, its header
+the target's celestial WCS plus the cube's spectral axis as FITS axis 3.
 """
 
 from __future__ import annotations
@@ -65,10 +69,15 @@ def reproject_map(
     """``obj`` (dims y, x; celestial WCS ``source``) resampled onto ``target``'s grid."""
     import reproject
 
-    if set(obj.dims) != {"y", "x"}:
-        raise RegionError(f"reproject takes a 2-D (y, x) map, not dims {obj.dims}; reduce first")
     if order not in _ORDERS:
         raise ValueError(f"order must be one of {_ORDERS}, not {order!r}")
+    if obj.ndim == 3 and {"y", "x"} < set(obj.dims):
+        return reproject_cube(obj, source, target, shape_out, order)
+    if set(obj.dims) != {"y", "x"}:
+        raise RegionError(
+            f"reproject takes a 2-D (y, x) map or a 3-D (spectral, y, x) cube, not dims "
+            f"{obj.dims}; select or reduce the other axes first"
+        )
     wcs, shape = target_grid(target, shape_out)
     data = obj.transpose("y", "x").data
     if order == "exact":  # reproject_exact has no dask mode: the map is small, compute it
@@ -104,3 +113,82 @@ def _on_grid(values: Any, wcs: WCS, shape: tuple[int, int], obj: xr.DataArray) -
     attrs = {k: v for k, v in obj.attrs.items() if k in ("units", "fits_hdu", "object")}
     attrs["fits_header"] = readable_header(header.tostring(padding=False))
     return xr.DataArray(values, dims=("y", "x"), coords=coords, name=obj.name, attrs=attrs)
+
+
+def _reproject_planes(
+    block: np.ndarray, source: WCS, wcs: WCS, shape: tuple[int, int], order: str
+) -> np.ndarray:
+    """Each (y, x) plane of a (channel, y, x) block on the target grid, NaN where uncovered."""
+    import reproject
+
+    out = np.empty((block.shape[0], *shape), dtype=np.float64)
+    for k, plane in enumerate(np.asarray(block, dtype=np.float64)):
+        if order == "exact":
+            out[k] = reproject.reproject_exact((plane, source), wcs, shape, return_footprint=False)
+        else:
+            out[k] = reproject.reproject_interp(
+                (plane, source), wcs, shape, order=order, return_footprint=False
+            )
+    return out
+
+
+def reproject_cube(
+    obj: xr.DataArray,
+    source: WCS,
+    target: Any,
+    shape_out: tuple[int, int] | None = None,
+    order: str = "bilinear",
+) -> xr.DataArray:
+    """``obj`` (dims spectral, y, x) with every channel resampled onto ``target``'s grid."""
+    from dfits.xarray.fused import fused_dask
+    from dfits.xarray.spectral import spectral_dim
+
+    dim = spectral_dim(obj)
+    wcs, shape = target_grid(target, shape_out)
+    spec = _spectral_wcs(obj)
+    cube = obj.transpose(dim, "y", "x")
+    # whole planes per task: reproject needs the plane around each output pixel
+    data = fused_dask(cube).rechunk({1: -1, 2: -1})
+    values = data.map_blocks(
+        _reproject_planes, source, wcs, shape, order,
+        chunks=(data.chunks[0], (shape[0],), (shape[1],)), dtype=np.float64,
+    )  # fmt: skip
+    grid = _on_grid(values[0], wcs, shape, obj)
+    header = _with_spectral_axis(grid.attrs["fits_header"], spec, cube.sizes[dim])
+    coords = dict(grid.coords.items())
+    coords[dim] = xr.Variable(dim, cube[dim].values, cube[dim].attrs)
+    coords[f"pixel_{dim}"] = xr.Variable(dim, np.arange(cube.sizes[dim]), {"fits_axis": 3})
+    attrs = {**grid.attrs, "fits_header": header}
+    return xr.DataArray(values, dims=(dim, "y", "x"), coords=coords, name=obj.name, attrs=attrs)
+
+
+def _spectral_wcs(obj: xr.DataArray) -> WCS:
+    """The 1-D spectral WCS of ``obj``, refused when it mixes with the celestial axes."""
+    wcs = obj.fits.wcs
+    spec = wcs.wcs.spec
+    if spec < 0:
+        raise RegionError(f"reproject: {obj.name!r} has no spectral axis in its WCS")
+    if wcs.axis_correlation_matrix[spec].sum() != 1:
+        raise RegionError(
+            f"reproject: the spectral axis of {obj.name!r} is rotated into the celestial ones; "
+            "only separable cubes are reprojected plane by plane"
+        )
+    return wcs.sub([spec + 1])
+
+
+def _with_spectral_axis(celestial: str, spec: WCS, n: int) -> str:
+    """A header text: the 2-D ``celestial`` one with ``spec`` as FITS axis 3 of length n."""
+    import re
+
+    from dfits.format.header import Header
+    from dfits.xarray.headertext import card_text
+
+    header = Header(card_text(celestial).encode("latin-1")).to_astropy()
+    header["WCSAXES"] = 3
+    header.insert("NAXIS2", ("NAXIS3", n), after=True)
+    for card in spec.to_header().cards:
+        key = re.sub(r"^(CTYPE|CRVAL|CDELT|CRPIX|CUNIT|CNAME)1$", r"\g<1>3", card.keyword)
+        key = "PC3_3" if key == "PC1_1" else key
+        if key not in header and key != "WCSAXES":
+            header[key] = (card.value, card.comment)
+    return readable_header(header.tostring(padding=False))
