@@ -18,7 +18,7 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 
-__all__ = ["ZERO_VALUE", "dequantize", "random_table"]
+__all__ = ["ZERO_VALUE", "advance", "dequantised", "dequantize", "random_table"]
 
 #: The integer SUBTRACTIVE_DITHER_2 stores for an exact zero.
 ZERO_VALUE = -2147483646
@@ -42,29 +42,42 @@ def random_table() -> tuple[np.ndarray, np.ndarray]:
 
 
 @inline
+def dequantised(v, scale, zero, blank, has_blank, method, r):
+    """One quantised integer ``v`` as its float64 value (``r``: the pixel's dither value);
+    inlined into every dequantising kernel so that all compute it with the same operations."""
+    if has_blank and v == blank:
+        return np.nan
+    if method <= 0:
+        return v * scale + zero
+    if method == 2 and v == -2147483646:
+        return 0.0
+    return (v - r + 0.5) * scale + zero
+
+
+@inline
+def advance(nextrand, iseed, starts):
+    """The next pixel's place in the dither sequence: ``(nextrand, iseed)``."""
+    nextrand += 1
+    if nextrand == 10000:
+        iseed += 1
+        if iseed == 10000:
+            iseed = 0
+        nextrand = starts[iseed]
+    return nextrand, iseed
+
+
+@inline
 def _dequantize_body(q, out, scale, zero, method, iseed, blank, has_blank, values, starts):
     nrow, ncol = out.shape
     nextrand = starts[iseed]
     k = 0
     for a in range(nrow):
         for b in range(ncol):
-            v = q[k]
+            r = np.float64(values[nextrand])
+            out[a, b] = dequantised(q[k], scale, zero, blank, has_blank, method, r)
             k += 1
-            if has_blank and v == blank:
-                out[a, b] = np.nan
-            elif method <= 0:
-                out[a, b] = v * scale + zero
-            elif method == 2 and v == -2147483646:
-                out[a, b] = 0.0
-            else:
-                out[a, b] = (v - np.float64(values[nextrand]) + 0.5) * scale + zero
             if method > 0:
-                nextrand += 1
-                if nextrand == 10000:
-                    iseed += 1
-                    if iseed == 10000:
-                        iseed = 0
-                    nextrand = starts[iseed]
+                nextrand, iseed = advance(nextrand, iseed, starts)
 
 
 _dequantize = entry(_dequantize_body)

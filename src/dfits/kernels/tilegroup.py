@@ -14,10 +14,10 @@ import numpy as np
 
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
-from dfits.kernels.dequantize import random_table
+from dfits.kernels.dequantize import advance, dequantised, random_table
 from dfits.kernels.rice import _NBITS, _PARAMS, _decode
 
-__all__ = ["place_group", "rice_group"]
+__all__ = ["place_group", "quant_args", "rice_group"]
 
 
 @inline
@@ -93,22 +93,11 @@ def _place_body(
                     out[o + b] = packed[pos + b]
             else:
                 for b in range(length):
+                    r = np.float64(values[nextrand])
                     v = packed[pos + b]
-                    if has_blank and v == blank[t]:
-                        out[o + b] = np.nan
-                    elif method <= 0:
-                        out[o + b] = v * scale[t] + zero[t]
-                    elif method == 2 and v == -2147483646:
-                        out[o + b] = 0.0
-                    else:
-                        out[o + b] = (v - np.float64(values[nextrand]) + 0.5) * scale[t] + zero[t]
+                    out[o + b] = dequantised(v, scale[t], zero[t], blank[t], has_blank, method, r)
                     if method > 0:
-                        nextrand += 1
-                        if nextrand == 10000:
-                            iseed += 1
-                            if iseed == 10000:
-                                iseed = 0
-                            nextrand = rstart[iseed]
+                        nextrand, iseed = advance(nextrand, iseed, rstart)
             pos += length
 
 
@@ -132,11 +121,19 @@ def place_group(packed, out, shapes, firsts, quant=None) -> None:
         _place(packed, flat, shapes, firsts, strides, False, dummy, dummy, blanks, False, 0,
                none, values, rstart)  # fmt: skip
         return
+    scale, zero, blanks, has_blank, method, seeds = quant_args(packed, quant)
+    _place(packed, flat, shapes, firsts, strides, True, scale, zero, blanks, has_blank,
+           method, seeds, values, rstart)  # fmt: skip
+
+
+def quant_args(packed: np.ndarray, quant: tuple) -> tuple:
+    """``(scale, zero, blanks, has_blank, method, seeds)`` as the kernels take them, from
+    ``quant = (scale, zero, blank, method, seeds)`` (per-tile arrays, ``blank`` None for no
+    ZBLANK): the blanks in the packed integers' type."""
     scale, zero, blank, method, seeds = quant
     info = np.iinfo(packed.dtype)
     blank = None if blank is None else np.asarray(blank, np.int64)
     # a ZBLANK the decoded integers cannot hold never matches one of them
     has_blank = blank is not None and bool(((blank >= info.min) & (blank <= info.max)).all())
-    blanks = (blank if has_blank else np.zeros(n, np.int64)).astype(packed.dtype)
-    _place(packed, flat, shapes, firsts, strides, True, scale, zero, blanks, has_blank,
-           method, seeds, values, rstart)  # fmt: skip
+    blanks = (blank if has_blank else np.zeros(len(seeds), np.int64)).astype(packed.dtype)
+    return scale, zero, blanks, has_blank, int(method), seeds
