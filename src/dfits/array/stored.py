@@ -80,6 +80,12 @@ class StoredChunk(Lazy):
         return u
 
     @property
+    def unread(self) -> Any:
+        """The pending region the chunk stands for while its values are not read yet (a
+        remote range, quantised tiles: :mod:`dfits.array.quantised`), else None."""
+        return self._pending if self._u is None else None
+
+    @property
     def decoded(self) -> bool:
         """True once the chunk has been written to: its values are then a decoded array of
         its own, and kernels no longer apply."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from dfits.array.quantised import QuantisedTiles
 from dfits.array.stored import StoredChunk
 from dfits.errors import DataError
 from dfits.io.ranges import bounding
@@ -70,9 +71,20 @@ class TileReader:
         """The native stored values of the step-1 region ``index``, as a stored chunk."""
         region = tuple(slice(*sl.indices(n)[:2]) for sl, n in zip(index, self.shape, strict=True))
         counts = tuple(max(sl.stop - sl.start, 0) for sl in region)
-        out = np.empty(counts, self.spec.stored)
         rows = self.rows(region)
-        if not self._grouped(rows, region, out):
+        group = self._group(rows, region)
+        if group is not None and group[3] is not None and self._fusable():
+            # quantised floats stay integers until a reduction reads them (fused) or
+            # anything else asks for the floats: see dfits.array.quantised
+            pending = QuantisedTiles(*group, counts, self.spec)
+            return StoredChunk(None, self.spec, pending)
+        out = np.empty(counts, self.spec.stored)
+        if group is not None:
+            from dfits.kernels import tilegroup
+
+            packed, shapes, firsts, quant = group
+            tilegroup.place_group(packed, out, shapes, firsts, quant)
+        else:
             rows = rows.tolist()
             blobs = self._fetch(rows)
             for row in rows:
@@ -81,24 +93,26 @@ class TileReader:
             return out
         return StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
 
-    def _grouped(self, rows: np.ndarray, region: tuple[slice, ...], out) -> bool:
-        """Fetch, decode and place every tile with array arithmetic and one Numba call
-        (RICE_1 tiles wholly inside the region, all in COMPRESSED_DATA: what default chunks
-        hold): per-tile Python would cost more than the decoding. False when not possible."""
+    def _group(self, rows: np.ndarray, region: tuple[slice, ...]):
+        """Fetch and decode every tile with array arithmetic and one Numba call (RICE_1
+        tiles wholly inside the region, all in COMPRESSED_DATA: what default chunks hold):
+        per-tile Python would cost more than the decoding. Returns ``(packed, shapes,
+        firsts, quant)`` for :func:`~dfits.kernels.tilegroup.place_group` (``quant`` None
+        unless quantised), or None when not possible."""
         from dfits.kernels import tilegroup
 
         tiles = self.tiles
         if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
-            return False
+            return None
         spans = self.descriptors.spans["COMPRESSED_DATA"][rows]
         if not (spans[:, 0] > 0).all():
-            return False  # fallback columns: tile by tile
+            return None  # fallback columns: tile by tile
         tile, shape = np.array(tiles.tile), np.array(tiles.shape)
         lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tile
         hi = np.minimum(lo + tile, shape)
         start = np.array([sl.start for sl in region])
         if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
-            return False
+            return None
         blob, starts = self._fetch_spans(spans)
         packed, bad, status = tilegroup.rice_group(
             blob, starts, spans[:, 0], (hi - lo).prod(axis=1), tiles.blocksize, tiles.bytepix
@@ -107,8 +121,12 @@ class TileReader:
             reason = "ends before its last pixel" if status == -1 else "has unused bytes"
             raise self._error(int(rows[bad]), int(spans[bad, 0]), f"the Rice stream {reason}")
         quant = self._quantisation(rows) if tiles.dither is not None else None
-        tilegroup.place_group(packed, out, hi - lo, lo - start, quant)
-        return True
+        return packed, hi - lo, lo - start, quant
+
+    def _fusable(self) -> bool:
+        """True when reductions may run on the quantised integers: physical values are the
+        dequantised floats themselves (no BSCALE/BZERO of the image on top)."""
+        return not self.raw and self.spec.mode == "raw" and self.spec.error is None
 
     def _fetch_spans(self, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts

@@ -1,0 +1,106 @@
+"""Reductions of quantised float images run on the tiles' integers and equal astropy's values
+reduced with numpy; no float chunk is written for them."""
+
+from __future__ import annotations
+
+import math
+
+import dask
+import numpy as np
+import pytest
+
+import dfits
+from dfits.array import quantised
+from dfits.kernels import tilegroup
+
+
+def write(path, method: int, tile: tuple[int, int], dtype=np.float32):
+    from astropy.io import fits
+
+    rng = np.random.default_rng(method + 3)
+    data = rng.normal(100, 5, (90, 77)).astype(dtype)
+    data[5, 7] = np.nan
+    data[40, :3] = np.nan
+    data[60:62, 10:20] = 0.0  # DITHER_2's exact zeros
+    hdu = fits.CompImageHDU(
+        data, compression_type="RICE_1", quantize_method=method, quantize_level=4.0,
+        tile_shape=tile, dither_seed=42,
+    )  # fmt: skip
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    with fits.open(path) as f:
+        return np.array(f[1].data)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts of float chunks written: the tile reader's placements and fused chunks read."""
+    calls = {"place": 0, "fetch": 0}
+    place, fetch = tilegroup.place_group, quantised.QuantisedTiles.fetch
+
+    def spy_place(*args, **kwargs):
+        calls["place"] += 1
+        return place(*args, **kwargs)
+
+    def spy_fetch(self):
+        calls["fetch"] += 1
+        return fetch(self)
+
+    monkeypatch.setattr(tilegroup, "place_group", spy_place)
+    monkeypatch.setattr(quantised.QuantisedTiles, "fetch", spy_fetch)
+    return calls
+
+
+CASES = [(-1, (1, 77)), (1, (1, 77)), (2, (1, 77)), (2, (10, 11))]
+
+
+@pytest.mark.parametrize(("method", "tile"), CASES, ids=[f"q{m}-{t[0]}x{t[1]}" for m, t in CASES])
+def test_fused_reductions_equal_astropy_and_write_no_floats(tmp_path, counted, method, tile):
+    want = write(tmp_path / "q.fits.fz", method, tile)
+    x = dfits.open(tmp_path / "q.fits.fz", chunks=(30, 77))[1].data
+    good = want[~np.isnan(want)].astype(np.float64)
+    with dask.config.set(scheduler="synchronous"):
+        got = dask.compute(
+            np.nanmax(x), np.nanmin(x), x.max(), x.min(), np.nanmax(x, axis=0),
+            np.nanmin(x, axis=1), np.nansum(x, dtype=np.float64), x.sum(dtype=np.float64),
+            np.nanmean(x, dtype=np.float64), np.nansum(x, axis=0, dtype=np.float64),
+            np.nansum(x, axis=1, dtype=np.float64), np.nanmean(x, axis=0),
+        )  # fmt: skip
+    assert counted == {"place": 0, "fetch": 0}
+    # extremes are astropy's float32 values, bit for bit
+    assert got[0] == np.nanmax(want)
+    assert got[1] == np.nanmin(want)
+    assert np.isnan(got[2])
+    assert np.isnan(got[3])
+    np.testing.assert_array_equal(got[4], np.nanmax(want, axis=0))
+    np.testing.assert_array_equal(got[5], np.nanmin(want, axis=1))
+    # sums accumulate in float64: within a few ulps of the exactly rounded sum
+    exact = math.fsum(good)
+    assert abs(got[6] - exact) <= 1e-13 * abs(exact)
+    assert np.isnan(got[7])
+    assert abs(got[8] - exact / good.size) <= 1e-13 * abs(exact / good.size)
+    wide = np.where(np.isnan(want), 0.0, want.astype(np.float64))
+    np.testing.assert_allclose(got[9], wide.sum(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(got[10], wide.sum(axis=1), rtol=1e-13)
+    assert got[11].dtype == np.float32
+    np.testing.assert_allclose(got[11], np.nanmean(want.astype(np.float64), axis=0), rtol=1e-6)
+
+
+def test_other_requests_dequantise_once_to_astropy_values(tmp_path, counted):
+    want = write(tmp_path / "q.fits.fz", 2, (1, 77))
+    x = dfits.open(tmp_path / "q.fits.fz", chunks=(30, 77))[1].data
+    with dask.config.set(scheduler="synchronous"):
+        std, values, cut = dask.compute(np.nanstd(x), x, x[3:50:2, 5])
+    assert counted["fetch"] == 3  # once per chunk, which the three results share
+    np.testing.assert_array_equal(values, want)
+    np.testing.assert_array_equal(cut, want[3:50:2, 5])
+    assert std == pytest.approx(np.nanstd(want.astype(np.float64)), rel=1e-6)
+
+
+def test_float64_images_and_scaled_views(tmp_path, counted):
+    want = write(tmp_path / "q.fits.fz", 1, (1, 77), np.float64)
+    x = dfits.open(tmp_path / "q.fits.fz", chunks=(30, 77))[1].data
+    assert x.dtype == np.float64
+    with dask.config.set(scheduler="synchronous"):
+        top, scaled = dask.compute(np.nanmax(x), np.nanmax(x * 2.0))
+    assert top == np.nanmax(want)
+    assert scaled == np.nanmax(want * 2.0)  # a scaled view reads the floats: still right
