@@ -1,5 +1,5 @@
-"""Where the time of a quantised-float reduction goes: the case for (or against) fusing the
-dequantisation into the reduction (issue 30).
+"""Where the time of a quantised-float reduction goes, and what fusing the dequantisation
+into the reduction saves (issue 30).
 
     python benchmarks/tiles.py --breakdown [--scale full|small|tiny] [--rounds 5]
 
@@ -8,13 +8,16 @@ On a ``side x side`` float32 image quantised with SUBTRACTIVE_DITHER_2 and RICE_
 plans, files in the page cache:
 
 * ``fetch + Rice decode``: the tiles' bytes read and decoded to integers, nothing else;
-* ``read (decode + dequantise)``: the tile reader's whole chunk, dequantised floats placed;
-* ``sum of the read chunks``: the reduction kernel on those floats alone;
+* ``read (decode, integers kept)``: the tile reader's chunk as dask gets it (the fused path);
+* ``read + dequantise into floats``: the same, then the floats written into a chunk (what
+  every read did before the fusion, and what a request no fused pass answers still does);
+* ``sum of the dequantised floats``: the reduction kernel on those floats alone;
+* ``read + fused sum``: the read, then ``nansum`` in one pass over the integers;
 * ``hdu.data.sum() (dask, 2 threads)``: the whole public path, for scale.
 
-A fused kernel would replace the dequantise-and-place writes plus the reduction's reads by
-one pass over the decoded integers; the dither value per pixel still has to be computed, so
-``(read - decode) + sum`` bounds what fusing can save.
+The fused sum replaces the dequantise-and-place writes plus the reduction's reads by one pass
+over the decoded integers; the dither value per pixel is still computed, so
+``(read + dequantise) + sum - (read + fused sum)`` is what fusing saves.
 """
 
 from __future__ import annotations
@@ -74,11 +77,21 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
             npix = np.full(len(rows), tiles.tile[-1], np.int64)
             tilegroup.rice_group(blob, starts, spans[:, 0], npix, tiles.blocksize, tiles.bytepix)
 
-    chunks = [reader.read(r) for r in regions]
-
-    def read_all():
+    def read_all():  # the integers decoded, kept for the fused reductions
         for region in regions:
             reader.read(region)
+
+    def dequantised():  # what an unfused read did: the floats written into the chunk
+        for region in regions:
+            reader.read(region).u  # noqa: B018 - reading it dequantises
+
+    def fused():  # decode, then the sum in one pass over the integers
+        for region in regions:
+            np.nansum(reader.read(region))
+
+    chunks = [reader.read(r) for r in regions]
+    for c in chunks:
+        c.u  # noqa: B018 - dequantised once, here, untimed
 
     def sum_only():
         for c in chunks:
@@ -88,7 +101,9 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
         whole = _median(lambda: hdu.data.sum().compute(), rounds)
     return {
         "fetch + Rice decode": _median(decode_only, rounds),
-        "read (decode + dequantise)": _median(read_all, rounds),
-        "sum of the read chunks": _median(sum_only, rounds),
+        "read (decode, integers kept)": _median(read_all, rounds),
+        "read + dequantise into floats": _median(dequantised, rounds),
+        "sum of the dequantised floats": _median(sum_only, rounds),
+        "read + fused sum": _median(fused, rounds),
         "hdu.data.sum() (dask, 2 threads)": whole,
     }
