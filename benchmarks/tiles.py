@@ -1,21 +1,29 @@
 """Tile-compressed images, side by side: dfits against astropy, fitsio, funpack and a LIMIT.
 
     python benchmarks/tiles.py [--tmpdir /tmp/dfbench-tiles] [--scale full|small] [--rounds 5]
+                               [--tools dfits,astropy,...] [--write-only]
 
 Cases (issue 30): the sum and moment-0 of a RICE_1 int16 cube (full: 512 x 1024 x 1024, 1 GiB
 decoded) and of an 8k x 8k float32 image quantised with SUBTRACTIVE_DITHER_2, and a 64 x 64
-stamp cut from a 16k x 16k RICE_1 int16 image. Each tool runs in its own process (``--one``)
-so that its peak RSS is its own; files are in the page cache (written, then read once).
+stamp cut from a 16k x 16k RICE_1 int16 image.
+
+Every measurement is a fresh process (``--one``): it runs its tool on each case of one file,
+first on the tiny file of the same kind (imports, kernels loaded or compiled: untimed), then
+once on the real file, timed; so its peak RSS is its own. Rounds are interleaved (round 1 of
+every file and tool, then round 2, ...; the tools' order rotates each round) and each time
+shown is the median of ``--rounds`` processes, with the median peak RSS, how many times faster
+dfits ran, and a check that each tool's result agrees with dfits'. Files are in the page cache
+(written once and reused from ``--tmpdir``, then read once).
 Tools: ``dfits`` (``hdu.data`` + dask), ``astropy`` (``.data`` + numpy; ``.section`` for the
 stamp), ``fitsio`` (``read`` + numpy; a slice for the stamp), ``funpack+dfits`` (funpack to a
-file, then dfits on it), ``funpack`` (funpack to a file alone: cfitsio's decode, the LIMIT
-the issue names), ``LIMIT`` (the same tile reader and decoders on 2 threads, a thread pool over
-tile groups, no dask). Times are medians of ``--rounds`` runs. ``compare.py --cases tiles``
-runs the same matrix.
+file, then dfits on it), ``funpack`` (funpack to a file alone: cfitsio's decode), ``LIMIT``
+(the same tile reader, decoders and kernels on a 2-thread pool over tile groups, no dask).
+``--tools`` picks tools (default all but ``funpack`` alone); ``--write-only`` writes the files
+into ``--tmpdir`` and stops, so that a timed run reuses them. ``compare.py --cases tiles`` runs
+the same matrix.
 
 ``--breakdown`` times the phases of dfits' quantised-float path on a 4k x 4k SUBTRACTIVE_DITHER_2
-RICE_1 image instead (decode, decode + dequantise into the chunk, the sum of that chunk): what
-fusing the dequantisation into the reduction could save at most.
+RICE_1 image instead (decode, dequantise, sum, and the fused sum; see ``tiles_fusion.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ SCALES = {
 }
 CASES = ("cube-sum", "cube-moment0", "dither2-sum", "dither2-moment0", "stamp")
 TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "funpack", "LIMIT")
+#: the issue's comparisons; ``funpack`` alone (cfitsio's decode to a file) on request
+DEFAULT_TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "LIMIT")
 
 
 def write_files(tmpdir: Path, scale: str) -> dict[str, Path]:
@@ -150,41 +160,93 @@ def _limit(hdu: Any, case: str) -> Any:
         return sum(pool.map(one, regions))
 
 
-def run_one(tool: str, case: str, path: Path, rounds: int) -> dict[str, Any]:
-    op = operation(tool, case, path)
-    if op is None:
-        return {"skipped": True}
-    op()  # compiles kernels, warms caches
-    times = []
-    for _ in range(rounds):
+#: each file's cases: one process times both (sum, then moment 0) for one tool
+FILE_CASES = {"cube": CASES[:2], "image": CASES[2:4], "big": CASES[4:]}
+
+
+def _summary(value: Any) -> float | None:
+    """One number standing for a result, to check that the tools agree."""
+    if value is None:
+        return None
+    return float(np.sum(np.asarray(value, dtype=np.float64)))
+
+
+def run_one(tool: str, key: str, path: Path, warm: Path) -> dict[str, Any]:
+    """Time ``tool`` on each case of file ``key`` once, in this fresh process.
+
+    Each case runs first on ``warm`` (the tiny file of the same kind: kernels load or
+    compile, imports happen, untimed), then once on ``path``, timed.
+    """
+    out: dict[str, Any] = {}
+    for case in FILE_CASES[key]:
+        op = operation(tool, case, path)
+        if op is None:
+            continue
+        operation(tool, case, warm)()
         t = time.perf_counter()
-        op()
-        times.append(time.perf_counter() - t)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"median_s": statistics.median(times), "peak_rss": peak}
+        value = op()
+        out[case] = {"s": time.perf_counter() - t, "check": _summary(value)}
+    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return out
 
 
-def measure(tmpdir: Path, scale: str, rounds: int) -> list[tuple[str, str, str]]:
-    """Every case x tool, each in its own process: rows of (case, tool, result text)."""
-    paths = write_files(tmpdir, scale)
-    which = {"cube": "cube", "dither2": "image", "stamp": "big"}
+def _tools(key: str, chosen: tuple[str, ...]) -> list[str]:
+    """The tools run on file ``key``: the stamp is a section read (no funpack, and the LIMIT
+    would run dfits' own section again); funpack only where installed."""
+    tools = [t for t in chosen if not t.startswith("funpack") or shutil.which("funpack")]
+    return [t for t in tools if key != "big" or t in ("dfits", "astropy", "fitsio")]
+
+
+def measure(
+    tmpdir: Path, scale: str, rounds: int, tools: tuple[str, ...] = DEFAULT_TOOLS
+) -> list[tuple[str, str, str]]:
+    """Every case x tool, median of ``rounds`` fresh processes each, rounds interleaved
+    (round 1 of every tool and file, then round 2, ...): rows of (case, tool, result text)."""
+    paths, warm = write_files(tmpdir, scale), write_files(tmpdir, "tiny")
+    times: dict[tuple[str, str], list[float]] = {}
+    rss: dict[tuple[str, str], list[int]] = {}
+    checks: dict[tuple[str, str], float | None] = {}
+    failed: dict[tuple[str, str], str] = {}
+    for r in range(rounds):
+        for key in FILE_CASES:
+            order = _tools(key, tools)
+            for tool in order[r % len(order) :] + order[: r % len(order)]:
+                cmd = [sys.executable, __file__, "--one", tool, key, str(paths[key])]
+                res = subprocess.run([*cmd, str(warm[key])], capture_output=True, text=True)
+                if res.returncode:
+                    for case in FILE_CASES[key]:
+                        failed[case, tool] = res.stderr.strip().splitlines()[-1:]
+                    continue
+                got = json.loads(res.stdout.strip().splitlines()[-1])
+                for case in FILE_CASES[key]:
+                    if case in got:
+                        times.setdefault((case, tool), []).append(got[case]["s"])
+                        rss.setdefault((case, tool), []).append(got["peak_rss"])
+                        checks[case, tool] = got[case]["check"]
+    return _rows(times, rss, checks, failed)
+
+
+def _rows(times, rss, checks, failed) -> list[tuple[str, str, str]]:
+    """Median time, speed-up of dfits over the tool, median peak RSS and the result check."""
     out = []
     for case in CASES:
-        path = paths[which[case.split("-")[0]]]
+        base = times.get((case, "dfits"))
+        ref = checks.get((case, "dfits"))
         for tool in TOOLS:
-            if tool.startswith("funpack") and not shutil.which("funpack"):
+            if (case, tool) in failed:
+                out.append((case, tool, f"failed: {failed[case, tool]}"))
+            if (case, tool) not in times:
                 continue
-            cmd = [sys.executable, __file__, "--rounds", str(rounds)]
-            res = subprocess.run(
-                [*cmd, "--one", tool, case, str(path)], capture_output=True, text=True
+            med = statistics.median(times[case, tool])
+            text = (
+                f"{med * 1e3:.1f} ms, peak RSS {statistics.median(rss[case, tool]) / 2**20:.0f} MiB"
             )
-            if res.returncode:
-                out.append((case, tool, f"failed: {res.stderr.strip().splitlines()[-1:]}"))
-                continue
-            got = json.loads(res.stdout.strip().splitlines()[-1])
-            if not got.get("skipped"):
-                text = f"{got['median_s'] * 1e3:.1f} ms, peak RSS {got['peak_rss'] / 2**20:.0f} MiB"
-                out.append((case, tool, text))
+            if base and tool != "dfits":
+                text += f", dfits speed-up {med / statistics.median(base):.2f}x"
+            check = checks.get((case, tool))
+            if ref is not None and check is not None and not np.isclose(check, ref, rtol=1e-6):
+                text += f", RESULT DIFFERS ({check!r} against dfits' {ref!r})"
+            out.append((case, tool, text))
     return out
 
 
@@ -194,11 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", choices=SCALES, default="full")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--breakdown", action="store_true", help="phases of the quantised path")
-    ap.add_argument("--one", nargs=3, metavar=("TOOL", "CASE", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--one", nargs=4, metavar=("TOOL", "KEY", "PATH", "WARM"), help=argparse.SUPPRESS
+    )
+    ap.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help=f"any of {','.join(TOOLS)}")
+    ap.add_argument("--write-only", action="store_true", help="write the files and stop")
     args = ap.parse_args(argv)
     if args.one:
-        tool, case, path = args.one
-        print(json.dumps(run_one(tool, case, Path(path), args.rounds)))
+        tool, key, path, warm = args.one
+        print(json.dumps(run_one(tool, key, Path(path), Path(warm))))
         return 0
     if args.breakdown:
         from tiles_fusion import breakdown
@@ -207,7 +273,15 @@ def main(argv: list[str] | None = None) -> int:
         for phase, seconds in breakdown(args.tmpdir, side, args.rounds).items():
             print(f"{phase:34} median {seconds * 1e3:9.1f} ms")
         return 0
-    for case, tool, text in measure(args.tmpdir, args.scale, args.rounds):
+    if args.write_only:
+        write_files(args.tmpdir, "tiny")
+        for key, path in write_files(args.tmpdir, args.scale).items():
+            print(f"{key:6} {path} ({path.stat().st_size / 2**20:.0f} MiB)")
+        return 0
+    tools = tuple(t.strip() for t in args.tools.split(",") if t.strip())
+    if unknown := sorted(set(tools) - set(TOOLS)):
+        ap.error(f"unknown tool(s) {unknown}; choose from {TOOLS}")
+    for case, tool, text in measure(args.tmpdir, args.scale, args.rounds, tools):
         print(f"{case:16} {tool:14} {text}")
     return 0
 

@@ -387,20 +387,48 @@ def test_tiles_breakdown_times_each_phase_of_the_quantised_path(tmp_path):
     phases = _script("tiles_fusion").breakdown(tmp_path, 128, 1)
     assert list(phases) == [
         "fetch + Rice decode",
-        "read (decode + dequantise)",
-        "sum of the read chunks",
+        "read (decode, integers kept)",
+        "read + dequantise into floats",
+        "sum of the dequantised floats",
+        "read + fused sum",
         "hdu.data.sum() (dask, 2 threads)",
     ]
     assert all(t > 0 for t in phases.values())
 
 
-def test_compare_runs_the_tiles_matrix_as_a_case(monkeypatch, tmp_path, capsys):
-    compare = _script("compare")
+def _tiles():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import tiles
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+    return tiles
+
+
+def test_tiles_processes_time_each_case_and_agree(tmp_path):
+    tiles = _tiles()
+    paths = tiles.write_files(tmp_path, "tiny")
+    got = {
+        t: tiles.run_one(t, "image", paths["image"], paths["image"]) for t in ("dfits", "astropy")
+    }
+    for tool, res in got.items():
+        assert set(res) == {"dither2-sum", "dither2-moment0", "peak_rss"}, tool
+        assert all(res[c]["s"] > 0 for c in tiles.FILE_CASES["image"])
+    for case in tiles.FILE_CASES["image"]:
+        assert got["dfits"][case]["check"] == pytest.approx(got["astropy"][case]["check"], rel=1e-6)
+    times = {(c, t): [got[t][c]["s"]] * 2 for t in got for c in tiles.FILE_CASES["image"]}
+    rss = {k: [got[k[1]]["peak_rss"]] for k in times}
+    checks = {(c, t): got[t][c]["check"] for c, t in times}
+    checks["dither2-sum", "astropy"] += 1.0
+    rows = {(c, t): text for c, t, text in tiles._rows(times, rss, checks, {})}
+    assert "dfits speed-up" in rows["dither2-moment0", "astropy"]
+    assert "RESULT DIFFERS" in rows["dither2-sum", "astropy"]
+    assert "RESULT DIFFERS" not in rows["dither2-moment0", "astropy"]
+
+
+def test_compare_runs_the_tiles_matrix_as_a_case(monkeypatch, tmp_path, capsys):
+    compare = _script("compare")
+    tiles = _tiles()
     monkeypatch.setattr(tiles, "measure", lambda d, s, r: [("stamp", "dfits", f"{s} {r}")])
     compare.main(["--cases", "tiles", "--tiles-scale", "tiny", "--runs", "1",
                   "--tmpdir", str(tmp_path)])  # fmt: skip
