@@ -52,20 +52,22 @@ def _convolve_block(
 ) -> np.ndarray:
     """Convolve the (…, channel, y, x) planes of one overlapped block."""
     start = block_info[0]["array-location"][-3][0] if block_info else 0
-    data = np.asarray(block, dtype=float)  # the kernels work in float64 (decoded values)
-    out = np.empty_like(data)
+    data = np.asarray(block)  # the decoded values, once
+    # the result in the block's own dtype, and float64 one plane at a time (what the
+    # convolution works in): two float64 copies of a whole chunk per thread cost 4x the chunk
+    out = np.empty(data.shape, dtype=block.dtype)
     for index in np.ndindex(*data.shape[:-2]):
         channel = start + index[-1]
         plan = plans[channel if len(plans) > 1 else 0]
         factor = factors[channel if factors.size > 1 else 0]
-        plane = data[index]
+        plane = np.asarray(data[index], dtype=np.float64)
         if plan is None:
             out[index] = plane
             continue
         kernel = _plane_kernel(plan, pixscale)
         smoothed = convolve(plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0)
         out[index] = np.where(np.isnan(plane), np.nan, smoothed * factor)
-    return out.astype(block.dtype, copy=False)
+    return out
 
 
 def convolve_planes(
