@@ -2,7 +2,7 @@
 
     python benchmarks/spectral.py --shape 256,1024,1024 [--runs 5] [--tmpdir DIR]
         [--cases moments,slab0,convolve] [--cases-extra] [--once convolve]
-        [--convolve-channels 32] [--tools dfits,spectral-cube,spectral-cube-dask]
+        [--convolve-channels 16] [--tools dfits,spectral-cube,spectral-cube-dask]
 
 Cases, each counting the whole call (open, ``with_spectral_unit("km/s", "radio")``, the maps):
 ``moments``: moment-0 (Σ I·Δv, Jy/beam·km/s), moment-1 and moment-2 as the line width σ, both
@@ -16,10 +16,15 @@ figure) and ``sigma`` (moment 2 alone). Tools: ``dfits`` (``xr.open_dataarray(en
 "dfits")`` and the accessor), ``spectral-cube`` (``SpectralCube.read``, eager) and
 ``spectral-cube-dask`` (``use_dask=True``).
 
-Run time: convolving a 1024² plane costs every tool ~0.2 s (an FFT padded to 2048²), so the
-whole 256-channel cube would take ~15 min of the 10-min budget at 5 rounds; the convolve case
-therefore convolves 32 channels (128 MiB of the cube) and is timed once per process (``--once``,
-default ``convolve``; ``--once ""`` times it warm too).
+Run time: convolving one 1024² plane costs every tool ~0.5–1.5 s (convolve_fft pads it to
+2048², NaN interpolation doubles the transforms), so all 256 channels at 5 rounds would take
+far more than the 10-min budget; the convolve case therefore convolves 16 channels (across
+two of dfits' 32-channel chunks, so both threads work) and is timed once per process
+(``--once``, default ``convolve``; ``--once ""`` times it warm too). Estimated from one
+round at a quarter of the size on a loaded machine (scaled by its ~10x slowdown): the
+default run at 256,1024,1024 with 5 rounds takes ~10-11 min on 2 quiet cores, most of it
+spectral-cube's moments; ``--cases moments`` alone ~7-8 min, ``--cases slab0,convolve``
+~2-3 min. Pass ``--tmpdir`` to keep the cube between runs (writing it takes ~0.5-1 min).
 
 Methodology: the cube is ``dfits.demo.make_cube``'s float32 (channel, y, x) cube with a FREQ
 axis, RESTFRQ and a beam (BMAJ/BMIN/BPA), generated once in ``--tmpdir`` and read whole before
@@ -130,7 +135,7 @@ def cache(path: Path) -> None:
 
 
 def run_once(
-    tool: str, case: str, path: Path, out: Path, once: bool = False, nconv: int = 32
+    tool: str, case: str, path: Path, out: Path, once: bool = False, nconv: int = 16
 ) -> dict:
     cache(path)
     argv = [tool, case, str(path), str(out), "1" if once else "0", str(nconv)]
@@ -153,7 +158,7 @@ def agrees(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4) -> bool:
     return bool(np.allclose(got[both], want[both], rtol=rtol, atol=atol))
 
 
-def measure(path: Path, cases, tools, runs: int, tmpdir: Path, once=(), nconv: int = 32) -> dict:
+def measure(path: Path, cases, tools, runs: int, tmpdir: Path, once=(), nconv: int = 16) -> dict:
     """``{case: {tool: {"first": [...], "again": [...], "rss_mib": [...], "ok": bool}}}``."""
     results: dict = {}
     for case in cases:
@@ -238,7 +243,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--tools", default=",".join(TOOLS))
     p.add_argument("--cases-extra", action="store_true", help=f"also {EXTRA_CASES}")
     p.add_argument("--once", default="convolve", help="cases timed once per process")
-    p.add_argument("--convolve-channels", type=int, default=32)
+    p.add_argument("--convolve-channels", type=int, default=16)
     p.add_argument("--tmpdir", default=None)
     a = p.parse_args(argv)
     shape = tuple(int(s) for s in a.shape.split(","))
