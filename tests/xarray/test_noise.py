@@ -96,3 +96,26 @@ def test_masks_and_clipped_moments_match(tmp_path):
     clipped = cube.fits.sigma_clipped_moment(1, nsigma=2.0, noise=noise_map)
     want1 = sc.with_mask(sc > 2.0 * noise_map.values * sc.unit).moment1().value
     np.testing.assert_allclose(clipped.values, want1, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_threshold_masks_stay_fused(tmp_path, monkeypatch, order):
+    """Threshold and sigma-clipped moments run on the stored bytes: no chunk is decoded."""
+    from dfits.array import stored
+
+    cube = _open(spectral_cube_file(tmp_path, "vrad-3d"))
+    want = cube.fits.with_mask(lambda c: c > 0.5).fits.moment(order).values
+    clipped_want = cube.fits.with_mask(lambda c: c > 1.5 * 0.2).fits.moment(order).values
+    values = cube.values.astype(np.float64)
+
+    def refuse(self):
+        raise AssertionError("a stored chunk was decoded on a fused path")
+
+    monkeypatch.setattr(stored.StoredChunk, "decode", refuse)
+    got = cube.fits.moment(order, threshold=0.5).values
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    clipped = cube.fits.sigma_clipped_moment(order, nsigma=1.5, noise=0.2).values
+    np.testing.assert_allclose(clipped, clipped_want, rtol=1e-6, equal_nan=True)
+    masked_sum = cube.fits.with_mask(lambda c: c > 0.5).sum().values
+    want_sum = np.nansum(np.where(values > 0.5, values, np.nan))
+    np.testing.assert_allclose(masked_sum, want_sum, rtol=1e-6)
