@@ -2,6 +2,7 @@
 
     python benchmarks/write.py --size 2GiB [--runs 5] [--source memory|fits] [--tmpdir DIR]
     python benchmarks/write.py --appends 10000 [--tmpdir DIR]
+    python benchmarks/write.py --only compress --size 512MiB [--runs 5]
 
 Write tools: ``numpy-tofile`` (raw native bytes, no header, no flush: the bandwidth limit),
 ``tofile+fsync`` (the same, flushed), ``dfits`` (``dfits.to_fits`` of a dask array, checksum
@@ -10,7 +11,12 @@ and fsync on), ``dfits-nosum`` (checksum off), ``dfits-nosync`` (fsync off), ``a
 ``dfits-verify`` (``dfits.verify_checksum``), ``astropy-verify`` (``fits.open(...,
 checksum=True)`` and each HDU's ``verify_checksum``/``verify_datasum``) and ``LIMIT`` (a
 Numba kernel summing the file's big-endian 32-bit words over a memmap on 2 threads, told the
-layout, parsing nothing).
+layout, parsing nothing). Compress tools (``--only compress``, not run by default): RICE_1
+tiles of one image row, floats quantised at level 16 — ``dfits-rice`` (``dfits.to_fits(...,
+compression="RICE_1")``, SUBTRACTIVE_DITHER_2, checksum and fsync on), ``astropy-rice``
+(``CompImageHDU(a, compression_type="RICE_1").writeto``, SUBTRACTIVE_DITHER_1) and
+``fpack-rice`` (``fpack -r -q 16`` of the source FITS file: file to file, read included); the
+table adds the output's size.
 
 Methodology
 
@@ -47,6 +53,7 @@ import numpy as np
 WRITERS = ["numpy-tofile", "tofile+fsync", "dfits", "dfits-nosum", "dfits-nosync", "astropy"]
 WRITERS += ["fitsio"]
 VERIFIERS = ["dfits-verify", "astropy-verify", "LIMIT"]
+COMPRESSORS = ["dfits-rice", "astropy-rice", "fpack-rice"]
 _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
@@ -65,8 +72,24 @@ def _peak() -> int:
     return int(line.split()[1]) * 1024
 
 
-def _write(tool: str, a: np.ndarray, x, out: str) -> None:
-    if tool == "numpy-tofile":
+def _compress(tool: str, a: np.ndarray, x, out: str, src: str) -> None:
+    if tool == "dfits-rice":
+        import dfits
+
+        dfits.to_fits(x, out, overwrite=True, compression="RICE_1", quantize_level=16)
+    elif tool == "astropy-rice":
+        from astropy.io import fits
+
+        hdu = fits.CompImageHDU(a, compression_type="RICE_1", quantize_level=16)
+        hdu.writeto(out, overwrite=True)
+    else:
+        subprocess.run(["fpack", "-r", "-q", "16", "-O", out, src], check=True)
+
+
+def _write(tool: str, a: np.ndarray, x, out: str, src: str = "") -> None:
+    if tool in COMPRESSORS:
+        _compress(tool, a, x, out, src)
+    elif tool == "numpy-tofile":
         a.tofile(out)
     elif tool == "tofile+fsync":
         with open(out, "wb") as fh:
@@ -136,29 +159,30 @@ def _worker(tool: str, source: str, path: str, out: str, fits_path: str) -> None
         start = time.perf_counter()
         result = _verify(tool, fits_path, kernel)
     else:
-        _write(tool, small, da.from_array(small, chunks=(16, 64)), out)
-        os.unlink(out)
+        if tool != "fpack-rice":  # imports and kernels, untimed
+            _write(tool, small, da.from_array(small, chunks=(16, 64)), out)
+            os.unlink(out)
         load = source == "memory" or not tool.startswith("dfits")
-        a = np.load(path) if load else None
-        x = dfits.open(fits_path)[0].data if not load else da.from_array(a)
+        a = np.load(path) if load and tool != "fpack-rice" else None
+        x = dfits.open(fits_path)[0].data if not load else None if a is None else da.from_array(a)
         start = time.perf_counter()
-        _write(tool, a, x, out)
-        result = None
+        _write(tool, a, x, out, fits_path)
+        result = os.path.getsize(out) if tool in COMPRESSORS else None
     seconds = time.perf_counter() - start
     peak = _peak()
     print(json.dumps({"s": seconds, "peak": peak, "result": repr(result)}))
 
 
-def _table(title: str, times: dict, nbytes: int) -> str:
-    lines = [f"### {title}", "", "| tool | median s | min s | max s | GB/s | peak RSS MiB |"]
-    lines.append("|---|---|---|---|---|---|")
+def _table(title: str, times: dict, nbytes: int, sizes: bool = False) -> str:
+    head = "| tool | median s | min s | max s | GB/s | peak RSS MiB |" + (" out MiB |" * sizes)
+    lines = [f"### {title}", "", head, "|---" * (6 + sizes) + "|"]
     for tool, runs in times.items():
         s = [r["s"] for r in runs]
         med = statistics.median(s)
         peak = max(r["peak"] for r in runs) / 2**20
         lines.append(
             f"| {tool} | {med:.3f} | {min(s):.3f} | {max(s):.3f} | {nbytes / med / 1e9:.2f} "
-            f"| {peak:.0f} |"
+            f"| {peak:.0f} |" + (f" {int(runs[-1]['result']) / 2**20:.1f} |" if sizes else "")
         )
     return "\n".join(lines)
 
@@ -225,7 +249,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--source", choices=["memory", "fits"], default="memory")
     parser.add_argument("--tmpdir", default=None)
-    parser.add_argument("--only", choices=["write", "verify"], default=None)
+    parser.add_argument("--only", choices=["write", "verify", "compress"], default=None)
     parser.add_argument("--appends", type=int, default=0, help="time N appends instead")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -241,6 +265,11 @@ def main() -> None:
         path, fits_path = _prepare(folder, nbytes)
         out = os.path.join(folder, "out.fits")
         size = os.path.getsize(path)
+        if args.only == "compress":
+            times = _rounds(COMPRESSORS, args, path, fits_path, out)
+            title = f"RICE_1 write {args.size} float64 ({args.source})"
+            print(_table(title, times, size, sizes=True), flush=True)
+            return
         if args.only != "verify":
             times = _rounds(WRITERS, args, path, fits_path, out)
             print(_table(f"write {args.size} float64 ({args.source})", times, size), flush=True)

@@ -70,21 +70,44 @@ def quantize_tile(
     return q
 
 
+@inline
+def _noise_body(rows, out):
+    # per row: the finite values, then the median of |2 v[i] - v[i-2] - v[i+2]|; NaN when
+    # fewer than 5 (cfitsio's FnNoise3 skips such rows)
+    nrow, n = rows.shape
+    v = np.empty(n, np.float64)
+    d = np.empty(max(n - 4, 1), np.float64)
+    for r in range(nrow):
+        k = 0
+        for i in range(n):
+            x = np.float64(rows[r, i])
+            if np.isfinite(x):
+                v[k] = x
+                k += 1
+        if k < 5:
+            out[r] = np.nan
+            continue
+        for i in range(2, k - 2):
+            d[i - 2] = abs(2.0 * v[i] - v[i - 2] - v[i + 2])
+        out[r] = np.median(d[: k - 4])
+
+
+_noise = entry(_noise_body)
+
+
 def noise3(tile: np.ndarray) -> float:
     """cfitsio's noise3 of a tile (rows along the last axis): 0.0 when it has none."""
-    rows = tile.reshape(-1, tile.shape[-1]).astype(np.float64, copy=False)
-    if rows.shape[1] < 5 or not np.isfinite(rows).all():
-        # short rows or NaNs: the finite pixels of each row, rows too short joined as cfitsio
-        parts = [r[np.isfinite(r)] for r in rows]
-        long = [p for p in parts if p.size >= 5]
-        rows_list = long if long else [np.concatenate(parts)] if parts else []
-        meds = [_median3(r[None, :])[0] for r in rows_list if r.size >= 5]
-        return 0.6052697 * float(np.median(meds)) if meds else 0.0
-    return 0.6052697 * float(np.median(_median3(rows)))
-
-
-def _median3(rows: np.ndarray) -> np.ndarray:
-    return np.median(np.abs(2 * rows[:, 2:-2] - rows[:, :-4] - rows[:, 4:]), axis=1)
+    rows = np.ascontiguousarray(tile).reshape(-1, tile.shape[-1])
+    meds = np.empty(rows.shape[0], np.float64)
+    _noise(rows, meds)
+    meds = meds[~np.isnan(meds)]
+    if meds.size == 0 and rows.shape[0] > 1:
+        # rows too short on their own: joined into one, as cfitsio does
+        joined = rows.reshape(1, -1)
+        meds = np.empty(1, np.float64)
+        _noise(joined, meds)
+        meds = meds[~np.isnan(meds)]
+    return 0.6052697 * float(np.median(meds)) if meds.size else 0.0
 
 
 def _scaling(tile: np.ndarray, level: float) -> tuple[float, float] | None:
