@@ -71,54 +71,63 @@ def quantize_tile(
 
 
 @inline
-def _noise_body(rows, out):
-    # per row: the finite values, then the median of |2 v[i] - v[i-2] - v[i+2]|; NaN when
-    # fewer than 5 (cfitsio's FnNoise3 skips such rows)
+def _stats_body(rows, meds, out):
+    # one pass per row: the range and count of the non-NaN values, and the median of
+    # |2 v[i] - v[i-2] - v[i+2]| over its finite values v (NaN when fewer than 5: cfitsio's
+    # FnNoise3 skips such rows)
     nrow, n = rows.shape
     v = np.empty(n, np.float64)
     d = np.empty(max(n - 4, 1), np.float64)
+    lo, hi, count = np.inf, -np.inf, 0
     for r in range(nrow):
         k = 0
         for i in range(n):
             x = np.float64(rows[r, i])
+            if np.isnan(x):
+                continue
+            lo, hi, count = min(lo, x), max(hi, x), count + 1
             if np.isfinite(x):
                 v[k] = x
                 k += 1
         if k < 5:
-            out[r] = np.nan
+            meds[r] = np.nan
             continue
         for i in range(2, k - 2):
             d[i - 2] = abs(2.0 * v[i] - v[i - 2] - v[i + 2])
-        out[r] = np.median(d[: k - 4])
+        meds[r] = np.median(d[: k - 4])
+    out[0], out[1], out[2] = lo, hi, count
 
 
-_noise = entry(_noise_body)
+_stats = entry(_stats_body)
+
+
+def _tile_stats(tile: np.ndarray) -> tuple[float, float, int, float]:
+    """``(min, max, count)`` of a tile's non-NaN values and its noise3 (0.0 when none)."""
+    rows = np.ascontiguousarray(tile).reshape(-1, tile.shape[-1])
+    meds, out = np.empty(rows.shape[0], np.float64), np.empty(3, np.float64)
+    _stats(rows, meds, out)
+    good = meds[~np.isnan(meds)]
+    if good.size == 0 and rows.shape[0] > 1:
+        # rows too short on their own: joined into one, as cfitsio does
+        _stats(rows.reshape(1, -1), meds[:1], np.empty(3, np.float64))
+        good = meds[:1][~np.isnan(meds[:1])]
+    noise = 0.6052697 * float(np.median(good)) if good.size else 0.0
+    return float(out[0]), float(out[1]), int(out[2]), noise
 
 
 def noise3(tile: np.ndarray) -> float:
     """cfitsio's noise3 of a tile (rows along the last axis): 0.0 when it has none."""
-    rows = np.ascontiguousarray(tile).reshape(-1, tile.shape[-1])
-    meds = np.empty(rows.shape[0], np.float64)
-    _noise(rows, meds)
-    meds = meds[~np.isnan(meds)]
-    if meds.size == 0 and rows.shape[0] > 1:
-        # rows too short on their own: joined into one, as cfitsio does
-        joined = rows.reshape(1, -1)
-        meds = np.empty(1, np.float64)
-        _noise(joined, meds)
-        meds = meds[~np.isnan(meds)]
-    return 0.6052697 * float(np.median(meds)) if meds.size else 0.0
+    return _tile_stats(tile)[3]
 
 
 def _scaling(tile: np.ndarray, level: float) -> tuple[float, float] | None:
     """ZSCALE and ZZERO of a float tile, or None when it must be stored exactly."""
-    finite = tile[~np.isnan(tile)]
-    if finite.size == 0:
+    lo, hi, count, noise = _tile_stats(tile)
+    if count == 0:
         return 1.0, 0.0  # all NaN: every level is ZBLANK, any scale will do
-    lo, hi = float(finite.min()), float(finite.max())
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return None
-    delta = -level if level < 0 else noise3(tile) / level
+    delta = -level if level < 0 else noise / level
     if not delta > 0 or (hi - lo) / delta > _LIMIT:
         return None
     return delta, (lo + hi) / 2
