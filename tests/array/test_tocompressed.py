@@ -222,3 +222,25 @@ def test_bad_choices_raise_before_writing(tmp_path):
     with pytest.raises(dfits.HeaderError, match="NAXIS1"):
         dfits.to_fits(np.ones((4, 4)), path, compression="RICE_1", header={"NAXIS1": 5})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_pickles(tmp_path):
+    """Tasks carry the plan (paths, tile specs, cards), never a handle: they pickle."""
+    import pickle
+
+    x = da.from_array(_values("float32", (20, 30)), chunks=(5, 30))
+    graph = dfits.to_fits(x, tmp_path / "x.fits", compression="RICE_1", compute=False)
+    assert pickle.loads(pickle.dumps(graph.dask))
+
+
+@pytest.mark.slow
+def test_on_a_process_cluster(tmp_path):
+    from tests.clusters import process_cluster
+
+    values = _values("float32", (64, 50))
+    path = tmp_path / "cluster.fits"
+    with process_cluster():
+        dfits.to_fits(da.from_array(values, chunks=(8, 50)), path, compression="RICE_1")
+    got = _check_file(path, values, lossless=False)
+    np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".dfits-part")]
