@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -72,6 +73,25 @@ def test_process_cluster_matches_local(cluster, cube, name):
     remote = client.compute(expr).result()
     np.testing.assert_allclose(remote, local, rtol=1e-6, equal_nan=True)
 
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [lambda x: x, lambda x: x > 0, lambda x: da.isnan(x[:, 1:])],
+    ids=["values", "cut", "nan-mask-of-a-slice"],
+)
+def test_p2p_rechunk_ships_stored_chunks_as_arrays(cluster, cube, expr):
+    # P2P takes a memoryview of each shard it sends, which a Python class cannot export
+    # before Python 3.12: stored shards must reach it as the plain arrays numpy's views copy
+    # to. A small chunk-size keeps P2P from first concatenating the chunks (into arrays).
+    _, client = cluster
+    path, data = cube
+    x = dfits.open(path, chunks=(8, 48, 40))[0].data
+    with dask.config.set({"array.chunk-size": "16KiB"}):
+        y = expr(x).rechunk((64, 48, 5), method="p2p")
+    assert not any(k.startswith("rechunk-merge") for k in y.dask.layers)
+    got = client.compute(y).result()
+    np.testing.assert_array_equal(got, expr(da.from_array(data, chunks=8)).compute())
 
 def test_large_partials_cross_workers_as_plain_arrays(cluster, tmp_path):
     # 256 KiB moment-map partials: SumPartials on the worker that made them, plain arrays

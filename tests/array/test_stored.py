@@ -83,3 +83,29 @@ def test_slices_stay_stored_and_fancy_indexing_decodes(chunk):
     assert c.strides == values.strides
     with pytest.raises(AttributeError):
         c.mask  # noqa: B018
+
+
+def test_views_report_a_base_and_copy_to_plain_arrays(chunk):
+    # numpy's views have a base: code that copies a view to let its parent go (distributed's
+    # P2P rechunk, which then takes a memoryview) gets a plain array of the values
+    c, values = chunk
+    assert c.base is None  # a chunk task's own chunk
+    views = {
+        "slice": (c[1:, :, 1:3], values[1:, :, 1:3]),
+        "whole": (c[:, :, :], values),
+        "reshape": (c.reshape(6, 4), values.reshape(6, 4)),
+        "transpose": (c.T, values.T),
+        "slice of a slice": (c[1:][:, 1:], values[1:][:, 1:]),
+        "scaled slice": ((c * 2.0)[0], values[0] * 2.0),
+        "mask of a slice": (np.isnan(c)[0], np.isnan(values)[0]),
+        "cut of a slice": ((c > 0)[1], values[1] > 0),
+    }
+    for name, (view, want) in views.items():
+        assert view.base is not None, name
+        plain = view.copy()
+        assert type(plain) is np.ndarray, name
+        assert memoryview(plain).nbytes == want.nbytes, name
+        np.testing.assert_array_equal(plain, want, err_msg=name)
+    assert not c.decoded  # views and their copies left the chunk stored
+    assert np.isnan(c).base is None
+    assert (c > 0).base is None

@@ -70,6 +70,17 @@ class LazyValues(Lazy):
         """True until the value has been worked out."""
         return getattr(self, "_values", None) is None
 
+    @property
+    def base(self) -> Any:
+        """While lazy, the ``base`` of the stored chunk it reads: set when that chunk is a
+        view of another (a slice of a mask or cut is a mask or cut of the slice), so code
+        that copies views to free their parent (distributed's P2P rechunk) copies it too and
+        gets a plain array."""
+        if not self.lazy:
+            return self._values.base
+        chunk = getattr(self, "chunk", None)
+        return chunk.base if isinstance(chunk, Lazy) else None
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.values().copy() if copy else self.values()
         return out if dtype is None else out.astype(dtype, copy=False)

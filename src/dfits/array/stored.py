@@ -57,13 +57,17 @@ HANDLED: dict[Callable[..., Any], Callable[..., Any]] = {}
 class StoredChunk(Lazy):
     """Stored values of one chunk plus how to decode them."""
 
-    __slots__ = ("_memo", "_owned", "_pending", "_u", "_values", "spec")
+    __slots__ = ("_base", "_memo", "_owned", "_pending", "_u", "_values", "spec")
 
-    def __init__(self, u: np.ndarray | None, spec: Any, pending: Any = None) -> None:
+    def __init__(
+        self, u: np.ndarray | None, spec: Any, pending: Any = None, base: Any = None
+    ) -> None:
         # ``pending``, instead of ``u``: a region not read yet (remote files), with
         # ``.shape``, ``.fetch()`` and ``.narrow(index)``. Slicing narrows it, so that the
         # slice dask applies after the chunk task decides what is fetched, not the chunk.
+        # ``base``: for a view cut from another chunk, the stored values it was cut from.
         self._u = u
+        self._base = base
         self._pending = pending
         self._values: np.ndarray | None = None
         self._owned = False
@@ -133,8 +137,23 @@ class StoredChunk(Lazy):
         return c_strides(self.shape, self.itemsize)
 
     @property
-    def base(self) -> None:
-        return self._values.base if self._owned else None
+    def base(self) -> Any:
+        """None for a chunk task's own chunk; for a slice, reshape or transpose of one (a
+        view, as numpy's are), the stored values it was cut from.
+
+        Code that copies a view to let its parent go reads this: distributed's P2P rechunk
+        copies each shard whose ``base`` is set, and so gets plain arrays, which it needs
+        (it takes a ``memoryview`` of them, and only Python >= 3.12 lets a Python class
+        export a buffer). ``flags.owndata`` stays True: dask's ``getitem`` would copy, and
+        so decode, every slice it finds not owning its data.
+        """
+        return self._values.base if self._owned else self._base
+
+    def _cut(self) -> Any:
+        """The ``base`` of views of this chunk: where its stored values come from."""
+        if self._base is not None:
+            return self._base
+        return self._u if self._u is not None else self._pending
 
     def __len__(self) -> int:
         if not self.shape:
@@ -217,10 +236,10 @@ class StoredChunk(Lazy):
             if narrowed is not None:
                 if narrowed.shape == ():
                     return self.decode_scalar(narrowed.fetch())
-                return StoredChunk(None, self.spec, narrowed)
+                return StoredChunk(None, self.spec, narrowed, self._cut())
         view = self.u[index]
         if isinstance(view, np.ndarray):
-            return StoredChunk(view, self.spec)
+            return StoredChunk(view, self.spec, base=self._cut())
         return self.decode_scalar(view)
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -264,7 +283,8 @@ class StoredChunk(Lazy):
         ):
             if target == self.spec.physical and not kwargs.get("copy", True):
                 return self
-            return StoredChunk(self._u, replace(self.spec, physical=target), self._pending)
+            spec = replace(self.spec, physical=target)
+            return StoredChunk(self._u, spec, self._pending, self._base)
         return self.decode().astype(dtype, order, casting, **kwargs)
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
@@ -274,7 +294,7 @@ class StoredChunk(Lazy):
             shape = tuple(shape[0])
         if self._owned or order not in ("C", "A"):
             return self.decode().reshape(shape, order=order)
-        return StoredChunk(self.u.reshape(shape), self.spec)
+        return StoredChunk(self.u.reshape(shape), self.spec, base=self._cut())
 
     def ravel(self, order: str = "C") -> Any:
         return self.reshape(-1, order=order)
@@ -295,7 +315,7 @@ class StoredChunk(Lazy):
     def _view(self, how: Callable[[np.ndarray], np.ndarray]) -> Any:
         if self._owned:
             return how(self._values)
-        return StoredChunk(how(self.u), self.spec)
+        return StoredChunk(how(self.u), self.spec, base=self._cut())
 
     # -- numpy dispatch -------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
@@ -329,7 +349,7 @@ class StoredChunk(Lazy):
             spec = affine_spec(self.spec, ufunc, inputs[1 if first else 0], first)
         else:
             return None
-        return None if spec is None else StoredChunk(self._u, spec, self._pending)
+        return None if spec is None else StoredChunk(self._u, spec, self._pending, self._base)
 
     def __getattr__(self, name: str) -> Any:
         # ndarray's reductions go through numpy's functions (fused where a handler exists);

@@ -82,8 +82,9 @@ def _move(
 ) -> da.Array:
     # The first transpose may hold the caller's blocks: dfits stored chunks, whose pieces a
     # task rechunk decodes straight into the blocks the FFT transforms (one pass over the
-    # stored bytes, no decoded copy). P2P cannot carry them (its shards must be buffers,
-    # which a Python class can be only from Python 3.12), so that one runs as tasks.
+    # stored bytes, no decoded copy). P2P would first decode each shard into a copy of its
+    # own (it needs buffers, which a Python class can export only from Python 3.12), so
+    # that one runs as tasks.
     return transpose(
         x,
         spec,
