@@ -74,7 +74,6 @@ def test_process_cluster_matches_local(cluster, cube, name):
     np.testing.assert_allclose(remote, local, rtol=1e-6, equal_nan=True)
 
 
-
 @pytest.mark.parametrize(
     "expr",
     [lambda x: x, lambda x: x > 0, lambda x: da.isnan(x[:, 1:])],
@@ -92,6 +91,7 @@ def test_p2p_rechunk_ships_stored_chunks_as_arrays(cluster, cube, expr):
     assert not any(k.startswith("rechunk-merge") for k in y.dask.layers)
     got = client.compute(y).result()
     np.testing.assert_array_equal(got, expr(da.from_array(data, chunks=8)).compute())
+
 
 def test_large_partials_cross_workers_as_plain_arrays(cluster, tmp_path):
     # 256 KiB moment-map partials: SumPartials on the worker that made them, plain arrays
