@@ -11,13 +11,17 @@ float chunk that a reduction then reads again, adds it to the reduction's partia
 
 Each value is the one :func:`~dfits.kernels.dequantize.dequantised` gives, rounded to the
 image's float type first (float32 for ZBITPIX -32), so it is astropy's value bit for bit;
-extremes are therefore exactly numpy's on astropy's array. Sums accumulate in float64: a tile
-row is summed on its own and added to the total with Neumaier compensation when the row's
-axis is reduced, so the result differs from an exactly rounded sum by a few ulps of float64
-(numpy's pairwise sum of float32 values differs from both by far more).
+extremes are therefore exactly numpy's on astropy's array. Sums accumulate in float64: when
+the rows' axis is reduced, blocks of at most :data:`~dfits.kernels._compile.BLOCK` values are
+summed with reassociation (vectorised) and added to the total with Neumaier compensation, as
+in :mod:`dfits.kernels.sums`, so the result is within a few float64 ulps of the exactly
+rounded sum (numpy's pairwise sum of float32 values differs from both by far more).
 
 Kernels compile in strict IEEE arithmetic (no reassociation): the dequantising expression
-must round as cfitsio's does.
+must round as cfitsio's does. Only the block sum is a reassociating helper. Rows are walked in
+runs over which the dither index only counts up, so the per-value loop is branch-free
+arithmetic that LLVM vectorises (4M values of a SUBTRACTIVE_DITHER_2 image summed in 15 ms
+against 95 ms with the dither advanced value by value, one thread, loaded machine).
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ import functools
 import numpy as np
 
 from dfits.kernels._cache import entry
-from dfits.kernels._compile import inline, neumaier
-from dfits.kernels.dequantize import advance, dequantised, random_table
+from dfits.kernels._compile import BLOCK, inline, jit, neumaier
+from dfits.kernels.dequantize import dequantised, random_table
 from dfits.kernels.tilegroup import quant_args
 
 __all__ = ["reduce_tiles"]
@@ -98,6 +102,7 @@ def _reducer(op: str, skipna: bool, double: bool):
              values, rstart, acc, cnt):  # fmt: skip
         ndim = shapes.shape[1]
         inner = ostrides[ndim - 1]
+        buf = np.empty(BLOCK)
         pos = 0
         for t in range(shapes.shape[0]):
             length = shapes[t, ndim - 1]
@@ -105,7 +110,8 @@ def _reducer(op: str, skipna: bool, double: bool):
             for d in range(ndim - 1):
                 nrows *= shapes[t, d]
             iseed = seeds[t]
-            nextrand = rstart[iseed]
+            # without a dither the sequence is not used: runs start at its beginning
+            nextrand = rstart[iseed] if method > 0 else 0
             for r in range(nrows):
                 # the row's first output slot: its index along each kept outer axis
                 rest = r
@@ -116,7 +122,7 @@ def _reducer(op: str, skipna: bool, double: bool):
                     o += (firsts[t, d] + k) * ostrides[d]
                 q = (scale[t], zero[t], blank[t], has_blank, method)
                 nextrand, iseed = row(
-                    packed[pos : pos + length], q, o, inner, acc, cnt, values, rstart,
+                    packed[pos : pos + length], q, o, inner, acc, cnt, values, rstart, buf,
                     nextrand, iseed,
                 )  # fmt: skip
                 pos += length
@@ -141,48 +147,86 @@ def _loader(double: bool):
 
 
 def _row_step(op: str, skipna: bool, double: bool):
-    """``row(seg, q, o, inner, acc, cnt, values, rstart, nextrand, iseed)``: one tile row
+    """``row(seg, q, o, inner, acc, cnt, values, rstart, buf, nextrand, iseed)``: one tile row
     into the partials from slot ``o`` (``inner`` apart along the row; 0 when the row's axis
-    is reduced); returns the dither position after it."""
+    is reduced); returns the dither position after it.
+
+    The row is walked in runs over which the dither index only counts up (at most 10,000
+    values; its wrap-around is handled between runs), so that each run's loop is plain
+    arithmetic on contiguous values that LLVM vectorises; a reduced run's values go through
+    ``buf`` and are added there by a reassociating helper (this kernel stays strict, so the
+    dequantising expression rounds as cfitsio's).
+    """
     value = _loader(double)
+    step = _run_step(op, skipna, value)
+
+    @inline
+    def row(seg, q, o, inner, acc, cnt, values, rstart, buf, nextrand, iseed):
+        n = seg.size
+        dither = q[4] > 0
+        b = 0
+        while b < n:
+            m = min(n - b, 10000 - nextrand, buf.size)
+            step(seg[b : b + m], values[nextrand : nextrand + m], q, o + b * inner, inner,
+                 acc, cnt, buf)  # fmt: skip
+            b += m
+            if dither:
+                nextrand += m
+                if nextrand == 10000:
+                    iseed = iseed + 1 if iseed < 9999 else 0
+                    nextrand = rstart[iseed]
+        return nextrand, iseed
+
+    return row
+
+
+def _run_step(op: str, skipna: bool, value):
+    """``step(sub, rv, q, o, inner, acc, cnt, buf)``: one run of a row (``rv``: its dither
+    values) into the partials from slot ``o``."""
     if op == "sum":
 
         @inline
-        def row(seg, q, o, inner, acc, cnt, values, rstart, nextrand, iseed):
-            s = 0.0
+        def step(sub, rv, q, o, inner, acc, cnt, buf):
+            m = sub.size
             c = 0
-            for b in range(seg.size):
-                x = value(seg[b], q, np.float64(values[nextrand]))
-                ok = (x == x) or not skipna
-                if inner == 0:
-                    s += x if ok else 0.0
-                    c += np.int64(ok)
-                else:
-                    acc[0, o + b * inner] += x if ok else 0.0
-                    cnt[0, o + b * inner] += np.int64(ok)
-                if q[4] > 0:
-                    nextrand, iseed = advance(nextrand, iseed, rstart)
             if inner == 0:
-                acc[0, o], acc[1, o] = neumaier(acc[0, o], acc[1, o], s)
+                for i in range(m):
+                    x = value(sub[i], q, np.float64(rv[i]))
+                    ok = (x == x) or not skipna
+                    buf[i] = x if ok else 0.0
+                    c += np.int64(ok)
+                acc[0, o], acc[1, o] = neumaier(acc[0, o], acc[1, o], _block_sum(buf, m))
                 cnt[0, o] += c
-            return nextrand, iseed
+            else:
+                for i in range(m):
+                    x = value(sub[i], q, np.float64(rv[i]))
+                    ok = (x == x) or not skipna
+                    acc[0, o + i * inner] += x if ok else 0.0
+                    cnt[0, o + i * inner] += np.int64(ok)
 
-        return row
+        return step
     want_max = op == "max"
 
     @inline
-    def row(seg, q, o, inner, acc, cnt, values, rstart, nextrand, iseed):
-        for b in range(seg.size):
-            x = value(seg[b], q, np.float64(values[nextrand]))
-            j = o + b * inner
+    def step(sub, rv, q, o, inner, acc, cnt, buf):
+        for i in range(sub.size):
+            x = value(sub[i], q, np.float64(rv[i]))
+            j = o + i * inner
             if x != x:
                 cnt[1, j] += 1
             else:
                 cnt[0, j] += 1
                 if (x > acc[0, j]) if want_max else (x < acc[0, j]):
                     acc[0, j] = x
-            if q[4] > 0:
-                nextrand, iseed = advance(nextrand, iseed, rstart)
-        return nextrand, iseed
 
-    return row
+    return step
+
+
+@jit
+def _block_sum(buf, m):
+    # reassociating (vectorised) sum of a run's values: runs are short (BLOCK at most), so
+    # its rounding stays that of the block sums in dfits.kernels.sums
+    s = 0.0
+    for i in range(m):
+        s += buf[i]
+    return s
