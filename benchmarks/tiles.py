@@ -1,7 +1,8 @@
 """Tile-compressed images, side by side: dfits against astropy, fitsio, funpack and a LIMIT.
 
     python benchmarks/tiles.py [--tmpdir /tmp/dfbench-tiles] [--scale full|small] [--rounds 5]
-                               [--tools dfits,astropy,...] [--write-only]
+                               [--tools dfits,astropy,...] [--files cube,image,big]
+                               [--write-only]
 
 Cases (issue 30): the sum and moment-0 of a RICE_1 int16 cube (full: 512 x 1024 x 1024, 1 GiB
 decoded) and of an 8k x 8k float32 image quantised with SUBTRACTIVE_DITHER_2, and a 64 x 64
@@ -18,9 +19,10 @@ Tools: ``dfits`` (``hdu.data`` + dask), ``astropy`` (``.data`` + numpy; ``.secti
 stamp), ``fitsio`` (``read`` + numpy; a slice for the stamp), ``funpack+dfits`` (funpack to a
 file, then dfits on it), ``funpack`` (funpack to a file alone: cfitsio's decode), ``LIMIT``
 (the same tile reader, decoders and kernels on a 2-thread pool over tile groups, no dask).
-``--tools`` picks tools (default all but ``funpack`` alone); ``--write-only`` writes the files
-into ``--tmpdir`` and stops, so that a timed run reuses them. ``compare.py --cases tiles`` runs
-the same matrix.
+``--tools`` picks tools (default all but ``funpack`` alone) and ``--files`` files (``cube``:
+its sum and moment 0; ``image``: the DITHER_2 image's; ``big``: the stamp); ``--write-only``
+writes the files into ``--tmpdir`` and stops, so that timed runs reuse them.
+``compare.py --cases tiles`` runs the same matrix.
 
 ``--breakdown`` times the phases of dfits' quantised-float path on a 4k x 4k SUBTRACTIVE_DITHER_2
 RICE_1 image instead (decode, dequantise, sum, and the fused sum; see ``tiles_fusion.py``).
@@ -198,7 +200,11 @@ def _tools(key: str, chosen: tuple[str, ...]) -> list[str]:
 
 
 def measure(
-    tmpdir: Path, scale: str, rounds: int, tools: tuple[str, ...] = DEFAULT_TOOLS
+    tmpdir: Path,
+    scale: str,
+    rounds: int,
+    tools: tuple[str, ...] = DEFAULT_TOOLS,
+    files: tuple[str, ...] = tuple(FILE_CASES),
 ) -> list[tuple[str, str, str]]:
     """Every case x tool, median of ``rounds`` fresh processes each, rounds interleaved
     (round 1 of every tool and file, then round 2, ...): rows of (case, tool, result text)."""
@@ -208,7 +214,7 @@ def measure(
     checks: dict[tuple[str, str], float | None] = {}
     failed: dict[tuple[str, str], str] = {}
     for r in range(rounds):
-        for key in FILE_CASES:
+        for key in files:
             order = _tools(key, tools)
             for tool in order[r % len(order) :] + order[: r % len(order)]:
                 cmd = [sys.executable, __file__, "--one", tool, key, str(paths[key])]
@@ -261,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help=f"any of {','.join(TOOLS)}")
     ap.add_argument("--write-only", action="store_true", help="write the files and stop")
+    ap.add_argument("--files", default=",".join(FILE_CASES), help="any of cube,image,big")
     args = ap.parse_args(argv)
     if args.one:
         tool, key, path, warm = args.one
@@ -281,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     tools = tuple(t.strip() for t in args.tools.split(",") if t.strip())
     if unknown := sorted(set(tools) - set(TOOLS)):
         ap.error(f"unknown tool(s) {unknown}; choose from {TOOLS}")
-    for case, tool, text in measure(args.tmpdir, args.scale, args.rounds, tools):
+    files = tuple(f.strip() for f in args.files.split(",") if f.strip())
+    if unknown := sorted(set(files) - set(FILE_CASES)):
+        ap.error(f"unknown file(s) {unknown}; choose from {tuple(FILE_CASES)}")
+    for case, tool, text in measure(args.tmpdir, args.scale, args.rounds, tools, files):
         print(f"{case:16} {tool:14} {text}")
     return 0
 
