@@ -2,7 +2,14 @@
 
     python benchmarks/compare.py --size 2GiB [--runs 5] [--cases sum,nanmean16,moment0,spectrum,
         stamps,headers] [--cache large|huge|small|asis] [--markdown docs/performance.md]
-        [--tmpdir DIR]
+        [--tmpdir DIR] [--tools LIMIT,dfits,...]
+
+The cases ``cold_start`` (``cold_start.py``), ``tiles`` (``tiles.py``, ``--tiles-scale``) and
+``tables`` (``tables.py``'s one-column sum of a 30-column BINTABLE of ``--tables-size``,
+default 1 GiB: dfits, astropy, fitsio, LIMIT) run their own scripts' matrices.
+The pieces: ``compare_setup.py`` (cases, tools, files, page cache), ``compare_limit.py``
+(LIMIT kernels), ``compare_ops.py`` (each tool's timed operation), ``compare_report.py``
+(cross-checks and tables); this file is the driver and re-exports their names.
 
 Cases (``mean``, ``std``, ``nanmoment16``, ``stdmap``, ``maskedmoment0``, ``maskedmoment16``
 and ``peakmap`` exist too, outside the default set):
@@ -93,8 +100,8 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from compare_limit import limit_kernels
-from compare_ops import (
+from compare_limit import limit_kernels  # noqa: E402
+from compare_ops import (  # noqa: E402
     check_values,
     dask_graph,
     dask_reduce,
@@ -108,7 +115,7 @@ from compare_ops import (
     small_chunks,
     stamps_op,
 )  # fmt: skip
-from compare_report import (
+from compare_report import (  # noqa: E402
     HEAD,
     cross_check,
     describe,
@@ -119,7 +126,7 @@ from compare_report import (
     rows,
     text_table,
 )  # fmt: skip
-from compare_setup import (
+from compare_setup import (  # noqa: E402
     ALL_CASES,
     BLOCK,
     CACHE_STATES,
@@ -136,6 +143,7 @@ from compare_setup import (
     REDUCTIONS,
     SLAB,
     STAMP,
+    TABLES_CASE,
     TILES_CASE,
     TOOLS,
     case_files,
@@ -154,8 +162,8 @@ from compare_setup import (
 __all__ = [
     "ALL_CASES", "BLOCK", "CACHE_STATES", "COLD_CASE", "COLD_SIZE", "DEFAULT_CASES", "FILE_OF",
     "HEAD", "HOW", "MARK", "MASK16_THRESHOLD", "MASK_THRESHOLD", "NOT_APPLICABLE", "PLANNED",
-    "REDUCTIONS", "SLAB", "STAMP", "TILES_CASE", "TOOLS", "case_files", "check_values",
-    "cross_check", "dask_graph", "dask_reduce", "describe", "ensure_file", "fill",
+    "REDUCTIONS", "SLAB", "STAMP", "TABLES_CASE", "TILES_CASE", "TOOLS", "case_files",
+    "check_values", "cross_check", "dask_graph", "dask_reduce", "describe", "ensure_file", "fill",
     "fitsio_read", "header_bytes", "headers_op", "layout", "limit_kernels", "machine", "main",
     "markdown", "md_table", "measure", "native", "numpy_reduce", "parse_size", "pmd_share",
     "preread", "ratios", "rawint_nanmean", "reduction_op", "rows", "run_one", "scan_headers",
@@ -282,6 +290,19 @@ def tiles_case(tmpdir: Path, scale: str, runs: int) -> list[str]:
     return ["", f"## {TILES_CASE} ({scale})", "", md_table(head, body)]
 
 
+def tables_case(tmpdir: Path, size: int, runs: int) -> list[str]:
+    """Run ``tables.py``'s one-column sum (each tool in fresh processes), print it and return
+    it as Markdown lines."""
+    from tables import HEAD as TABLES_HEAD
+    from tables import measure_all as tables_measure
+
+    body = [list(row) for row in tables_measure(tmpdir, size, runs, ("sum1",))]
+    head = [*TABLES_HEAD[:2], f"median s of {runs}", *TABLES_HEAD[3:]]
+    print(f"\n== {TABLES_CASE}: one column of a 30-column BINTABLE of {size / 2**30:.2f} GiB ==")
+    print(text_table(head, body))
+    return ["", f"## {TABLES_CASE} ({size / 2**30:.2f} GiB)", "", md_table(head, body)]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
@@ -299,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per worker run")
     ap.add_argument("--tools", default=",".join(TOOLS), help="a subset of the tools to run")
     ap.add_argument("--tiles-scale", default="full", choices=("full", "small", "tiny"))
+    ap.add_argument("--tables-size", default="1GiB", type=parse_size, help="the tables case's")
     ap.add_argument(
         "--cache",
         choices=sorted(CACHE_STATES),
@@ -308,11 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    extra = (COLD_CASE, TILES_CASE)
+    extra = (COLD_CASE, TILES_CASE, TABLES_CASE)
     bad = [c for c in cases if c not in (*ALL_CASES, *extra)]
     if bad:
         ap.error(f"unknown case(s) {bad}; choose from {(*ALL_CASES, *extra)}")
-    cold, tiled = COLD_CASE in cases, TILES_CASE in cases
+    cold, tiled, tabled = COLD_CASE in cases, TILES_CASE in cases, TABLES_CASE in cases
     cases = [c for c in cases if c not in extra]
     only = tuple(t.strip() for t in args.tools.split(",") if t.strip())
     if unknown := [t for t in only if t not in TOOLS]:
@@ -326,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     cold_lines = cold_start_case(tmpdir / "cold", args.runs) if cold else []
     if tiled:
         cold_lines += tiles_case(tmpdir / "tiles", args.tiles_scale, args.runs)
+    if tabled:
+        cold_lines += tables_case(tmpdir / "tables", args.tables_size, args.runs)
     for case, res in results.items():
         title, _, unit = describe(case, res["meta"])
         print(f"\n== {case}: {title} ==")

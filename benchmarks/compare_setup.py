@@ -46,6 +46,9 @@ COLD_CASE, COLD_SIZE = "cold_start", 100_000_000
 #: tile-compressed images, run by ``tiles.py`` (its own files and tool matrix: dfits, astropy,
 #: fitsio, funpack+dfits, funpack alone, LIMIT); ``--tiles-scale`` picks its sizes
 TILES_CASE = "tiles"
+#: one column summed from a 30-column BINTABLE (``--tables-size``, default 1 GiB), run by
+#: ``tables.py`` (dfits, astropy, fitsio, LIMIT, each in fresh processes)
+TABLES_CASE = "tables"
 FILE_OF = {
     "sum": "f8img",
     "mean": "f8img",

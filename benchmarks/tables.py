@@ -1,25 +1,41 @@
-"""One column of a wide BINTABLE summed: dfits vs astropy vs fitsio vs a numpy LIMIT; and a
-table converted to Parquet through dfits' dask DataFrame, with each tool's peak RSS.
+"""Tables, side by side: dfits against astropy, fitsio and a LIMIT, each tool in fresh processes.
 
-    python benchmarks/tables.py --size 1GiB [--tmpdir /tmp/dfbench] [--rounds 5]
+    python benchmarks/tables.py --size 1GiB [--cases sum1,cols3,pandas,ascii,parquet]
+        [--tools dfits,astropy,astropy-table,fitsio,LIMIT] [--ascii-rows 1000000]
+        [--rounds 5] [--tmpdir /tmp/dfbench]
 
-The table has 30 columns (10 each of E, D and J; 160-byte rows), written once into
-``--tmpdir`` and read from the page cache (a warm-up read first). Each tool runs ``--rounds``
-times, each in a fresh process (so peak RSS is its own); the median time is reported.
+Files (``tables_files.py``), written once into ``--tmpdir`` and reused: a BINTABLE of
+``--size`` bytes with 30 columns (10 each of E, D and J; 160-byte rows), and an ASCII TABLE of
+``--ascii-rows`` rows of 10 numeric fields (4 ``I10``, 3 ``F13.6``, 3 ``E15.7``).
+Cases (``tables_ops.py``):
 
-* ``dfits``: ``hdu.column("D0").sum().compute()`` (the JIT-swap kernel on the strided field);
-* ``astropy``: ``fits.open(memmap=True)``, ``data["D0"].sum()``;
-* ``fitsio``: ``fitsio.read(path, ext=1, columns=["D0"]).sum()`` (skipped if not installed);
-* ``LIMIT``: numpy on the mmap: a strided big-endian ``>f8`` view of the field, ``.sum()``;
-* ``parquet``: ``hdu.to_dask_dataframe(["E0", "D0", "J0"]).to_parquet(...)``: peak RSS is
-  the figure (it must stay bounded by chunk x threads, not grow with the table).
+* ``sum1``: one column (``D0``) summed. ``dfits``: ``hdu.column("D0").sum().compute()`` (the
+  JIT-swap kernel on the strided field); ``astropy``: ``fits.open(memmap=True)``,
+  ``data["D0"].sum()``; ``fitsio``: ``read(columns=["D0"])`` + numpy; ``LIMIT``: a Numba
+  loop on 2 threads over the native unsigned view of the mapped field, swapping in registers.
+* ``cols3``: three columns (``E0``, ``D0``, ``J0``) read and summed, the same tools plus
+  ``astropy-table`` (``Table.read`` + numpy).
+* ``pandas``: the whole table to a pandas DataFrame. ``dfits``:
+  ``to_dask_dataframe().compute()``; ``astropy-table``: ``Table.read(...).to_pandas()``;
+  ``fitsio``: ``pd.DataFrame(fitsio.read(...))``; ``LIMIT``: numpy swaps each field of the
+  map into a native array once, handed to pandas uncopied.
+* ``ascii``: every field of the ASCII table parsed. ``dfits``: the 10 columns computed (the
+  Numba parser); ``astropy``: ``fits.open`` and each field of ``.data``; ``fitsio``:
+  ``read``. There is no LIMIT row: no parser faster than dfits' exact one was written.
+* ``parquet``: ``to_dask_dataframe(["E0", "D0", "J0"]).to_parquet(...)`` (dfits only): peak
+  RSS is the figure (bounded by chunk x threads, not by the table).
+
+Each tool runs ``--rounds`` times, each in a fresh process (``--worker``), after one untimed
+run that brings the file into the page cache. Inside a process the operation runs twice: the
+first (imports, Numba compilation) is not timed; peak RSS (``ru_maxrss``) covers both. The
+median time is reported, ``vs LIMIT`` = median(LIMIT) / median(tool), and the check values
+of every tool must agree (rtol 1e-6; float32 sums differ in their last bits).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import mmap
 import resource
 import statistics
 import subprocess
@@ -30,126 +46,148 @@ from pathlib import Path
 
 import numpy as np
 
-NCOLS = 10  # of each of E, D, J
-COLUMN = "D0"
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:  # the pieces live beside this driver
+    sys.path.insert(0, _HERE)
+
+from tables_files import (  # noqa: E402
+    ASCII_FIELDS,
+    COLUMN,
+    NCOLS,
+    THREE,
+    ascii_row_bytes,
+    data_offset,
+    ensure,
+    row_dtype,
+    write_ascii_table,
+    write_table,
+)  # fmt: skip
+from tables_ops import OPS  # noqa: E402
+
+__all__ = [
+    "ASCII_FIELDS",
+    "CASES",
+    "COLUMN",
+    "NCOLS",
+    "OPS",
+    "THREE",
+    "data_offset",
+    "main",
+    "measure",
+    "measure_all",
+    "row_dtype",
+    "run_case",
+    "run_tool",
+    "table_files",
+    "write_ascii_table",
+    "write_table",
+]  # fmt: skip
+
+CASES = tuple(OPS)
+TOOLS = ("dfits", "astropy", "astropy-table", "fitsio", "LIMIT")
 
 
-def row_dtype() -> np.dtype:
-    names = [f"{c}{i}" for c in "EDJ" for i in range(NCOLS)]
-    types = [">f4"] * NCOLS + [">f8"] * NCOLS + [">i4"] * NCOLS
-    return np.dtype(list(zip(names, types, strict=True)))
-
-
-def _card(key: str, value: object) -> bytes:
-    text = f"'{value:<8}'" if isinstance(value, str) else str(value)
-    return f"{key:<8}= {text:>20}".ljust(80).encode()
-
-
-def write_table(path: Path, nrows: int, block: int = 1 << 16) -> None:
-    """A 30-column BINTABLE of ``nrows`` rows, written block by block (bounded memory)."""
-    dt = row_dtype()
-    fmt = {">f4": "E", ">f8": "D", ">i4": "J"}
-    cards = [b"SIMPLE  =                    T".ljust(80), _card("BITPIX", 8), _card("NAXIS", 0),
-             b"END".ljust(80)]  # fmt: skip
-    head = [
-        _card("XTENSION", "BINTABLE"), _card("BITPIX", 8), _card("NAXIS", 2),
-        _card("NAXIS1", dt.itemsize), _card("NAXIS2", nrows), _card("PCOUNT", 0),
-        _card("GCOUNT", 1), _card("TFIELDS", len(dt.names)),
-    ]  # fmt: skip
-    for i, name in enumerate(dt.names, 1):
-        head += [_card(f"TTYPE{i}", name), _card(f"TFORM{i}", fmt[dt[name].str])]
-    head.append(b"END".ljust(80))
-    rng = np.random.default_rng(7)
-    with open(path, "wb") as out:
-        for blob in (b"".join(cards), b"".join(head)):
-            out.write(blob + b" " * (-len(blob) % 2880))
-        for first in range(0, nrows, block):
-            n = min(block, nrows - first)
-            rows = np.empty(n, dt)
-            for name in dt.names:
-                kind = dt[name].str
-                rows[name] = rng.integers(-1000, 1000, n) if kind == ">i4" else rng.random(n)
-            out.write(rows.tobytes())
-        out.write(b"\0" * (-nrows * dt.itemsize % 2880))
-
-
-def data_offset() -> int:
-    """Where :func:`write_table`'s rows start: a one-block primary, then the table header."""
-    ncards = 8 + 2 * len(row_dtype().names) + 1
-    return 2880 + -(-ncards * 80 // 2880) * 2880
-
-
-def _limit(path: str) -> float:
-    with open(path, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    dt = row_dtype()
-    offset = data_offset()
-    with open(path, "rb") as fh:  # NAXIS2 from the header: the padding is not rows
-        fh.seek(2880)
-        head = fh.read(offset - 2880)
-    at = head.index(b"NAXIS2  =")
-    nrows = int(head[at + 10 : at + 30])
-    field = np.ndarray(nrows, ">f8", mm, offset + dt.fields[COLUMN][1], dt.itemsize)
-    return float(field.sum())
+def run_case(case: str, tool: str, path: str, out: str) -> list[float]:
+    """Check values of ``tool`` doing ``case`` on ``path`` (``out``: a scratch folder)."""
+    return OPS[case][tool](path, out)
 
 
 def run_tool(tool: str, path: str, out: str) -> float:
-    """The tool's column sum (or, for ``parquet``, the rows written)."""
-    if tool == "dfits":
-        import dfits
-
-        return float(dfits.open(path)[1].column(COLUMN).sum().compute())
-    if tool == "astropy":
-        from astropy.io import fits
-
-        with fits.open(path, memmap=True) as hl:
-            return float(hl[1].data[COLUMN].sum())
-    if tool == "fitsio":
-        import fitsio
-
-        return float(fitsio.read(path, ext=1, columns=[COLUMN])[COLUMN].sum())
-    if tool == "LIMIT":
-        return _limit(path)
+    """The one-column sum of ``tool`` (or, for ``parquet``, the rows written): asv's entry."""
     if tool == "parquet":
-        import dfits
-
-        frame = dfits.open(path)[1].to_dask_dataframe(["E0", COLUMN, "J0"])
-        frame.to_parquet(out, write_index=False)
-        return float(len(frame))
-    raise ValueError(f"unknown tool {tool!r}")
+        return run_case("parquet", "dfits", path, out)[0]
+    return run_case("sum1", tool, path, out)[0]
 
 
-def worker(tool: str, path: str, out: str) -> None:
+def worker(case: str, tool: str, path: str, out: str) -> None:
     # a first call imports and compiles (dfits' kernels, numpy's paths): only the second is
     # timed; peak RSS covers both
-    run_tool(tool, path, str(Path(out) / "warm"))
+    run_case(case, tool, path, str(Path(out) / "warm"))
     start = time.perf_counter()
-    value = run_tool(tool, path, str(Path(out) / "timed"))
+    value = run_case(case, tool, path, str(Path(out) / "timed"))
     wall = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"tool": tool, "s": wall, "value": value, "rss": rss}))
 
 
-def measure(tool: str, path: Path, rounds: int, tmpdir: Path) -> dict | None:
+def measure(case: str, tool: str, path: Path, rounds: int, tmpdir: Path) -> dict:
+    """Median time, peak RSS and check values of ``rounds`` fresh processes (or an error)."""
     times, rss, value = [], [], None
     for k in range(rounds + 1):  # the first is the warm-up (page cache)
         out = tempfile.mkdtemp(dir=tmpdir)
-        cmd = [sys.executable, __file__, "--worker", tool, str(path), out]
+        cmd = [sys.executable, __file__, "--worker", case, tool, str(path), out]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode:
-            print(f"{tool}: failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-            return None
+            return {"tool": tool, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
         res = json.loads(done.stdout.strip().splitlines()[-1])
         if k:
             times.append(res["s"])
             rss.append(res["rss"])
         value = res["value"]
+    return {"tool": tool, "median_s": statistics.median(times), "peak_rss": max(rss),
+            "value": value}  # fmt: skip
+
+
+def table_files(tmpdir: Path, size: int, ascii_rows: int) -> dict[str, Path]:
+    """The binary table of ``size`` bytes and the ASCII table, written unless present."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    nrows = max(size // row_dtype().itemsize, 1)
     return {
-        "tool": tool,
-        "median_s": statistics.median(times),
-        "peak_rss": max(rss),
-        "value": value,
+        "binary": ensure(tmpdir / f"table-{nrows}.fits", write_table, nrows),
+        "ascii": ensure(tmpdir / f"ascii-{ascii_rows}.fits", write_ascii_table, ascii_rows),
     }
+
+
+def _available(tool: str) -> bool:
+    if tool != "fitsio":
+        return True
+    try:
+        import fitsio  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def measure_all(
+    tmpdir: Path, size: int, rounds: int, cases=CASES, tools=TOOLS, ascii_rows: int = 10**6
+) -> list[tuple[str, ...]]:
+    """Every case x tool: rows of (case, tool, median s, vs LIMIT, peak RSS, check)."""
+    paths = table_files(tmpdir, size, ascii_rows if "ascii" in cases else 1)
+    rows = []
+    for case in cases:
+        path = paths["ascii" if case == "ascii" else "binary"]
+        got = [measure(case, t, path, rounds, tmpdir)
+               for t in OPS[case] if t in tools and _available(t)]  # fmt: skip
+        rows += _rows(case, got)
+    return rows
+
+
+def _rows(case: str, got: list[dict]) -> list[tuple[str, ...]]:
+    ok = [r for r in got if "error" not in r]
+    limit = next((r["median_s"] for r in ok if r["tool"] == "LIMIT"), None)
+    ref = ok[0]["value"] if ok else None
+    rows = []
+    for r in got:
+        if "error" in r:
+            rows.append((case, r["tool"], "failed", "", "", r["error"]))
+            continue
+        agree = np.allclose(r["value"], ref, rtol=1e-6)
+        rows.append((
+            case, r["tool"], f"{r['median_s']:.3f}",
+            f"{limit / r['median_s']:.2f}x" if limit else "",
+            f"{r['peak_rss'] / 2**20:.0f} MiB", "ok" if agree else f"MISMATCH {r['value']}",
+        ))  # fmt: skip
+    return rows
+
+
+HEAD = ("case", "tool", "median s", "vs LIMIT", "peak RSS", "check")
+
+
+def text_table(rows: list[tuple[str, ...]]) -> str:
+    body = [HEAD, *rows]
+    widths = [max(len(r[i]) for r in body) for i in range(len(HEAD))]
+    return "\n".join("  ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=True)).rstrip()
+                     for r in body)  # fmt: skip
 
 
 def parse_size(text: str) -> int:
@@ -165,42 +203,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=parse_size, default=parse_size("1GiB"))
     ap.add_argument("--tmpdir", type=Path, default=Path("/tmp/dfbench"))
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--tools", default="dfits,astropy,fitsio,LIMIT,parquet")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--ascii-rows", type=int, default=10**6)
     args = ap.parse_args(argv)
-    args.tmpdir.mkdir(parents=True, exist_ok=True)
+    cases = [c for c in args.cases.split(",") if c]
+    if bad := [c for c in cases if c not in CASES]:
+        ap.error(f"unknown case(s) {bad}; choose from {CASES}")
+    tools = [t for t in args.tools.split(",") if t]
     nrows = max(args.size // row_dtype().itemsize, 1)
-    path = args.tmpdir / f"table-{nrows}.fits"
-    if not path.exists():
-        part = path.with_suffix(".part")
-        write_table(part, nrows)
-        part.replace(path)
-    print(f"{path}: {nrows:,} rows x {row_dtype().itemsize} B, sum of column {COLUMN}")
-    results = []
-    for tool in args.tools.split(","):
-        if tool == "fitsio":
-            try:
-                import fitsio  # noqa: F401
-            except ImportError:
-                print("fitsio: not installed, skipped")
-                continue
-        res = measure(tool, path, args.rounds, args.tmpdir)
-        if res is not None:
-            results.append(res)
-    limit = next((r["median_s"] for r in results if r["tool"] == "LIMIT"), None)
-    print(f"{'tool':<8} {'median s':>9} {'vs LIMIT':>9} {'peak RSS':>10}  value")
-    for r in results:
-        ratio = f"{limit / r['median_s']:.2f}x" if limit else ""
-        print(f"{r['tool']:<8} {r['median_s']:>9.3f} {ratio:>9} "
-              f"{r['peak_rss'] / 2**20:>8.0f}Mi  {r['value']:.6g}")  # fmt: skip
-    sums = {r["tool"]: r["value"] for r in results if r["tool"] != "parquet"}
-    if sums and not np.allclose(list(sums.values()), next(iter(sums.values())), rtol=1e-9):
-        print(f"MISMATCH: {sums}")
-        return 1
-    return 0
+    print(f"binary: {nrows:,} rows x {row_dtype().itemsize} B; ascii: {args.ascii_rows:,} rows "
+          f"x {ascii_row_bytes()} B; median of {args.rounds} fresh processes")  # fmt: skip
+    rows = measure_all(args.tmpdir, args.size, args.rounds, cases, tools, args.ascii_rows)
+    print(text_table(rows))
+    return 1 if any(r[-1] != "ok" for r in rows if r[2] != "failed") else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
         worker(*sys.argv[2:])
     else:
         sys.exit(main())

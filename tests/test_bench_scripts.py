@@ -383,6 +383,57 @@ def test_table_script_tools_agree(tmp_path):
     assert float(back[tables.COLUMN].sum()) == pytest.approx(expected, rel=1e-12)
 
 
+def test_table_script_cases_agree_across_tools(tmp_path):
+    """Every case of tables.py, every tool: the same check values (tiny files, in process)."""
+    tables = _script("tables")
+    paths = tables.table_files(tmp_path, 300 * tables.row_dtype().itemsize, 500)
+    from astropy.io import fits
+
+    with fits.open(paths["ascii"]) as hl:
+        want_ascii = [float(np.sum(hl[1].data[c.name], dtype=np.float64)) for c in hl[1].columns]
+        assert [f for _, f, *_ in tables.ASCII_FIELDS] == [c.format for c in hl[1].columns]
+    for case in tables.CASES:
+        path = paths["ascii" if case == "ascii" else "binary"]
+        got = {tool: op(str(path), str(tmp_path / f"{case}-{tool}"))
+               for tool, op in tables.OPS[case].items()}  # fmt: skip
+        first = next(iter(got.values()))
+        for tool, values in got.items():
+            np.testing.assert_allclose(values, first, rtol=1e-6, err_msg=f"{case} {tool}")
+        if case == "ascii":
+            np.testing.assert_allclose(first, want_ascii, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_table_script_measures_in_fresh_processes(tmp_path):
+    tables = _script("tables")
+    rows = tables.measure_all(tmp_path, 200 * 160, 1, ("sum1",), ("dfits", "LIMIT"))
+    assert [r[:2] for r in rows] == [("sum1", "dfits"), ("sum1", "LIMIT")]
+    assert all(r[-1] == "ok" and float(r[2]) > 0 for r in rows), rows
+
+
+def test_compare_runs_the_table_sum_as_a_case(monkeypatch, tmp_path, capsys):
+    compare = _script("compare")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    seen = []
+
+    def fake(tmpdir, size, runs, cases):
+        seen.append((size, runs, cases))
+        return [("sum1", "dfits", "0.5", "1.00x", "9 MiB", "ok")]
+
+    monkeypatch.setattr(tables, "measure_all", fake)
+    compare.main(["--cases", "tables", "--tables-size", "3MiB", "--runs", "2",
+                  "--tmpdir", str(tmp_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "== tables: one column of a 30-column BINTABLE" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("sum1"))
+    assert line.split() == ["sum1", "dfits", "0.5", "1.00x", "9", "MiB", "ok"]
+    assert seen == [(3 * 2**20, 2, ("sum1",))]
+
+
 def test_tiles_breakdown_times_each_phase_of_the_quantised_path(tmp_path):
     phases = _script("tiles_fusion").breakdown(tmp_path, 128, 1)
     assert list(phases) == [

@@ -7,6 +7,10 @@ Tools (``benchmarks/tables.py``'s, which also writes the file): ``dfits``
 converts three columns through ``to_dask_dataframe().to_parquet``: its peak must stay bounded
 by chunk x threads however large the table. The table is ``DFITS_ASV_SIZE`` bytes (default
 512 MiB; a few hundred KiB at ``DFITS_ASV_SCALE=tiny``).
+
+``TableCases`` times the other cases of ``tables.py`` with its tools: ``cols3`` (three of the
+30 columns read and summed), ``pandas`` (the whole table to a DataFrame) and ``ascii`` (every
+field of a 10-field ASCII TABLE of 10^6 rows parsed; 2,000 at tiny scale).
 """
 
 from __future__ import annotations
@@ -53,6 +57,33 @@ class ColumnSum:
 
     def time_column_sum(self, path, tool):
         return tables.run_tool(tool, path, "")
+
+
+class TableCases:
+    params: ClassVar[list] = [["cols3", "pandas", "ascii"], [*TOOLS, "astropy-table"]]
+    param_names: ClassVar[list] = ["case", "tool"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (5, 10, 120.0)
+    warmup_time = 0.0
+    timeout = 900
+
+    def setup_cache(self):
+        files = tables.table_files(data_dir(), image_bytes(), 2000 if TINY else 10**6)
+        return {k: str(v) for k, v in files.items()}
+
+    setup_cache.timeout = 1800
+
+    def setup(self, paths, case, tool):
+        if tool not in tables.OPS[case]:
+            raise NotImplementedError(f"{tool} has no {case} case")
+        if tool == "fitsio":
+            require("fitsio")
+        self.path = paths["ascii" if case == "ascii" else "binary"]
+        tables.run_case(case, tool, self.path, "")  # imports and kernel compilation, untimed
+        prewarm(self.path)
+
+    def time_case(self, paths, case, tool):
+        return tables.run_case(case, tool, self.path, "")
 
 
 class ToParquet:
