@@ -18,7 +18,15 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 
-__all__ = ["ZERO_VALUE", "advance", "dequantised", "dequantize", "random_table"]
+__all__ = [
+    "ZERO_VALUE",
+    "advance",
+    "after_run",
+    "dequantise_run",
+    "dequantised",
+    "dequantize",
+    "random_table",
+]
 
 #: The integer SUBTRACTIVE_DITHER_2 stores for an exact zero.
 ZERO_VALUE = -2147483646
@@ -64,6 +72,25 @@ def advance(nextrand, iseed, starts):
             iseed = 0
         nextrand = starts[iseed]
     return nextrand, iseed
+
+
+@inline
+def after_run(nextrand, iseed, m, starts):
+    """The dither position ``m`` values on, for a run that ends at or before the end of the
+    sequence (``nextrand + m <= 10000``): ``(nextrand, iseed)``."""
+    nextrand += m
+    if nextrand == 10000:
+        iseed = iseed + 1 if iseed < 9999 else 0
+        nextrand = starts[iseed]
+    return nextrand, iseed
+
+
+@inline
+def dequantise_run(src, dst, rv, scale, zero, blank, has_blank, method):
+    """``dst[i]`` = the value of ``src[i]`` with dither value ``rv[i]``: plain arithmetic on
+    contiguous values, which LLVM vectorises (callers split rows where the sequence wraps)."""
+    for i in range(src.size):
+        dst[i] = dequantised(src[i], scale, zero, blank, has_blank, method, np.float64(rv[i]))
 
 
 @inline

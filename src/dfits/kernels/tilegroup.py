@@ -14,7 +14,7 @@ import numpy as np
 
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
-from dfits.kernels.dequantize import advance, dequantised, random_table
+from dfits.kernels.dequantize import after_run, dequantise_run, random_table
 from dfits.kernels.rice import _NBITS, _PARAMS, _decode
 
 __all__ = ["place_group", "quant_args", "rice_group"]
@@ -79,7 +79,8 @@ def _place_body(
         for d in range(ndim - 1):
             nrows *= shapes[t, d]
         iseed = seeds[t]
-        nextrand = rstart[iseed]
+        # without a dither the sequence is not used: runs start at its beginning
+        nextrand = rstart[iseed] if method > 0 else 0
         for r in range(nrows):
             # the row's position in the chunk: its index along each outer axis
             rest = r
@@ -92,16 +93,21 @@ def _place_body(
                 for b in range(length):
                     out[o + b] = packed[pos + b]
             else:
-                for b in range(length):
-                    r = np.float64(values[nextrand])
-                    v = packed[pos + b]
-                    out[o + b] = dequantised(v, scale[t], zero[t], blank[t], has_blank, method, r)
+                # runs over which the dither index only counts up: vectorised loops
+                src, dst = packed[pos : pos + length], out[o : o + length]
+                b = 0
+                while b < length:
+                    m = min(length - b, 10000 - nextrand)
+                    dequantise_run(src[b : b + m], dst[b : b + m], values[nextrand : nextrand + m],
+                                   scale[t], zero[t], blank[t], has_blank, method)  # fmt: skip
+                    b += m
                     if method > 0:
-                        nextrand, iseed = advance(nextrand, iseed, rstart)
+                        nextrand, iseed = after_run(nextrand, iseed, m, rstart)
             pos += length
 
 
-_place = entry(_place_body)
+# strict arithmetic: the dequantising expression must round as cfitsio's, vectorised or not
+_place = entry(_place_body, fastmath=False)
 
 
 def place_group(packed, out, shapes, firsts, quant=None) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import BLOCK, inline, jit, neumaier
-from dfits.kernels.dequantize import dequantised, random_table
+from dfits.kernels.dequantize import after_run, dequantised, random_table
 from dfits.kernels.tilegroup import quant_args
 
 __all__ = ["reduce_tiles"]
@@ -171,10 +171,7 @@ def _row_step(op: str, skipna: bool, double: bool):
                  acc, cnt, buf)  # fmt: skip
             b += m
             if dither:
-                nextrand += m
-                if nextrand == 10000:
-                    iseed = iseed + 1 if iseed < 9999 else 0
-                    nextrand = rstart[iseed]
+                nextrand, iseed = after_run(nextrand, iseed, m, rstart)
         return nextrand, iseed
 
     return row
