@@ -19,7 +19,7 @@ from astropy.utils.exceptions import AstropyWarning
 
 import dfits
 
-__all__ = ["Outcome", "check_file", "read_with_dfits"]
+__all__ = ["Outcome", "check_file", "read_with_dfits", "walk_header"]
 
 #: outcomes that fail a campaign
 FAILURES = ("escape", "mismatch", "hang", "memory", "warning")
@@ -46,7 +46,8 @@ class _Read:
     peak: Any = None
 
 
-def _walk_header(header: Any) -> None:
+def walk_header(header: Any) -> None:
+    """Every read a user makes of a header: reprs, keys, values, and astropy's copy."""
     repr(header)
     header._repr_html_()
     for key in header:
@@ -62,7 +63,7 @@ def _walk_header(header: Any) -> None:
 
 def _read_hdu(hdu: Any) -> _Read | None:
     """Everything a user touches on one HDU; the data part only for readable images."""
-    _walk_header(hdu.header)
+    walk_header(hdu.header)
     repr(hdu)
     hdu._repr_html_()
     shape, dtype = hdu.shape, hdu.dtype
