@@ -84,3 +84,22 @@ def test_blank_outside_the_type_matches_nothing_but_makes_floats_as_astropy(
     np.testing.assert_array_equal(data, want)
     np.testing.assert_array_equal(section, want)
     assert not np.isnan(data).any()
+
+
+@pytest.mark.parametrize("logical", ["T", "F"])
+@pytest.mark.parametrize("scaling", [[], [("BSCALE", 2.0)]], ids=["raw", "scaled"])
+def test_logical_blank_is_not_a_blank(tmp_path, logical, scaling):
+    # fuzz seed 2 case 1204: BLANK = T. The standard makes BLANK an integer; astropy takes
+    # T as 1 (a Python bool is an int) and blanks every 1. dfits ignores it, with a warning:
+    # astropy's data read with ignore_blank=True.
+    values = np.array([[0, 1, 2], [1, 4, 5]])
+    extra = [*scaling, f"BLANK   = {logical:>20}"]
+    path = fg.write(tmp_path / "t.fits", fg.image_file((2, 3), 16, extra=extra, values=values))
+    with pytest.warns(DfitsWarning, match=r"BLANK = (True|False) is not an integer; ignored"):
+        data, section = _dfits(path)
+    with fits.open(path, ignore_blank=True) as hdul:
+        want = np.asarray(hdul[0].data)
+    assert data.dtype == want.dtype.newbyteorder("=")
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)
+    assert not np.isnan(data).any()

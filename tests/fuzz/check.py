@@ -144,9 +144,27 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
                     continue
                 if data is None or data.shape != got.shape:
                     continue  # astropy describes this HDU differently: not the same bytes read
-                data = _blank_zero(path, i, data)
+                data = _blank_logical(path, i, _blank_zero(path, i, data))
                 problems += _differences(i, got, data)
     return "\n".join(problems)
+
+
+def _blank_logical(path: str, i: int, data: np.ndarray) -> np.ndarray:
+    """astropy's data with DESIGN's rule for ``BLANK = T`` (or ``F``): not a BLANK.
+
+    The standard makes BLANK an integer; astropy takes a logical value for one (a Python bool
+    is an int), so T blanks every 1 and both turn integers into floats. dfits ignores it with
+    a warning, which is astropy's data read with ``ignore_blank=True``.
+    """
+    from astropy.io import fits
+
+    if data.dtype.kind != "f":
+        return data
+    with fits.open(path, memmap=False, do_not_scale_image_data=True) as raw:
+        if not isinstance(raw[i].header.get("BLANK"), bool):
+            return data
+    with fits.open(path, memmap=False, ignore_blank=True) as hdul:
+        return np.asarray(hdul[i].data)
 
 
 def _blank_zero(path: str, i: int, data: np.ndarray) -> np.ndarray:
