@@ -22,7 +22,13 @@ file, then dfits on it), ``funpack`` (funpack to a file alone: cfitsio's decode)
 ``--tools`` picks tools (default all but ``funpack`` alone) and ``--files`` files (``cube``:
 its sum and moment 0; ``image``: the DITHER_2 image's; ``big``: the stamp); ``--write-only``
 writes the files into ``--tmpdir`` and stops, so that timed runs reuse them.
-``compare.py --cases tiles`` runs the same matrix.
+``compare.py --cases tiles`` runs the same matrix. At full scale on 2 cores, in parts of a
+few minutes each (each part has dfits as its baseline)::
+
+    python tiles.py --scale full --write-only              # once: ~1.5 GiB of files
+    python tiles.py --scale full --files cube --tools dfits,astropy,fitsio
+    python tiles.py --scale full --files cube --tools dfits,funpack+dfits,LIMIT
+    python tiles.py --scale full --files image,big
 
 ``--breakdown`` times the phases of dfits' quantised-float path on a 4k x 4k SUBTRACTIVE_DITHER_2
 RICE_1 image instead (decode, dequantise, sum, and the fused sum; see ``tiles_fusion.py``).
@@ -77,9 +83,12 @@ def write_files(tmpdir: Path, scale: str) -> dict[str, Path]:
                 )
             )
         else:
-            # one plane at a time: the cube is never whole in memory
             tile = (1, 1, shape[-1]) if len(shape) == 3 else (64, 64)
-            data = rng.normal(1000, 30, shape).astype(np.int16)
+            # drawn a slab at a time: the 1 GiB int16 cube never exists in float64 (4 GiB)
+            data = np.empty(shape, np.int16)
+            for k in range(0, shape[0], 16):
+                slab = data[k : k + 16]
+                slab[...] = rng.normal(1000, 30, slab.shape)
             hdus.append(fits.CompImageHDU(data, compression_type="RICE_1", tile_shape=tile))
         fits.HDUList(hdus).writeto(path, overwrite=True)
     for path in paths.values():
