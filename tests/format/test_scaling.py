@@ -103,3 +103,24 @@ def test_logical_blank_is_not_a_blank(tmp_path, logical, scaling):
     np.testing.assert_array_equal(data, want)
     np.testing.assert_array_equal(section, want)
     assert not np.isnan(data).any()
+
+
+def test_repeated_bscale_last_applies_whatever_else_the_header_holds(tmp_path):
+    # fuzz seed 1 case 7709: a COMMENT with non-ASCII bytes sends astropy to its full header
+    # parser, whose data then takes the *first* BSCALE; without it astropy takes the last.
+    # dfits takes the last either way (DESIGN), equal to astropy on the clean header.
+    values = np.array([[1, 2, 3], [4, 5, 6]])
+    extra = [("BSCALE", 2.0), ("COMMENT", "between"), ("BSCALE", 3.0)]
+    clean = fg.write(tmp_path / "clean.fits", fg.image_file((2, 3), 16, extra=extra, values=values))
+    blob = bytearray(clean.read_bytes())
+    at = blob.index(b"COMMENT between")
+    blob[at + 20 : at + 22] = b"\x80\x7f"
+    odd = fg.write(tmp_path / "odd.fits", bytes(blob))
+    for path in (clean, odd):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            data, section = _dfits(path)
+        assert any("BSCALE appears 2 times" in str(w.message) for w in seen)
+        np.testing.assert_array_equal(data, values * 3.0)
+        np.testing.assert_array_equal(section, values * 3.0)
+    np.testing.assert_array_equal(_astropy(clean), values * 3.0)
