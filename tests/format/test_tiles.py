@@ -77,6 +77,9 @@ def test_quantisation():
         ({"ZNAXIS2": None}, "ZNAXIS2 = None"),
         ({"ZQUANTIZ": "SUBTRACTIVE_DITHER_9"}, "ZQUANTIZ"),
         ({"ZDITHER0": 1.5}, "ZDITHER0 = 1.5"),
+        # fuzz seed 4 case 14785: past 64 bits, it overflowed the tile seeds at read time
+        ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_1", "ZDITHER0": 2**63}, "must be from 1"),
+        ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_2", "ZDITHER0": 0}, "ZDITHER0 = 0 must"),
         ({"ZNAME1": "BYTEPIX", "ZVAL1": 3}, "BYTEPIX = 3"),
         ({"TFORM1": "1PZ"}, "TFORM1 = '1PZ'"),
         ({"NAXIS1": 9}, "NAXIS1 = 9"),

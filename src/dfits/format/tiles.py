@@ -183,6 +183,10 @@ def _quantisation(header: Any, columns: tuple[Column, ...], prefix: str) -> dict
     method = method.strip().upper()
     dither = QUANTIZE_METHODS.get(method, -1) if quantised and method != "NONE" else None
     dither0 = _number(header, "ZDITHER0", prefix, int)
+    if (dither or 0) > 0 and dither0 is not None and not 1 <= dither0 <= 10000:
+        # the standard's range: tile seeds are (row + ZDITHER0 - 1) mod 10000, and a value
+        # past 64 bits would overflow the seed arithmetic at read time
+        raise HeaderError(f"{prefix}ZDITHER0 = {dither0!r} must be from 1 to 10000")
     return {
         "dither": dither,
         "dither0": 1 if dither0 is None else dither0,
