@@ -88,3 +88,35 @@ def test_zblank_column_without_keyword_defaults_blank():
         16, 1, 4, 0, 1,
     )  # fmt: skip
     assert not any(k.startswith(("Z", "T")) for k in got)
+
+
+def test_repeated_bzero_reaches_the_image_last_applies_as_astropy(tmp_path):
+    # fuzz seed 3 case 4216: a second BZERO in a compressed image's table header; the image
+    # header kept only the first, silently
+    import numpy as np
+    from astropy.io import fits
+
+    import dfits
+
+    values = np.arange(12, dtype=np.uint16).reshape(3, 4) + 40000
+    path = tmp_path / "c.fits"
+    fits.HDUList([fits.PrimaryHDU(), fits.CompImageHDU(values)]).writeto(path)
+    blob = bytearray(path.read_bytes())
+    end = blob.index(b"END" + b" " * 77, 2880)
+    assert blob[end + 80 : end + 160] == b" " * 80  # room for one more card in the block
+    blob[end : end + 160] = format_card("BZERO", 100).ljust(80) + b"END".ljust(80)
+    path.write_bytes(bytes(blob))
+    # astropy's data takes the first or the last depending on its header parser; DESIGN's
+    # rule is the last, which is astropy's data once the first is made a COMMENT card
+    first = blob.index(b"BZERO   =", 2880)
+    blob[first : first + 8] = b"COMMENT "
+    (tmp_path / "last.fits").write_bytes(bytes(blob))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fits.open(tmp_path / "last.fits") as hdul:
+            want = np.asarray(hdul[1].data)
+        with dfits.open(path) as f:
+            got = f[1].data.compute()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, values.astype(np.float32) - 32768 + 100)

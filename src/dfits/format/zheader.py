@@ -96,11 +96,12 @@ def image_header(table: Header) -> tuple[Header, list[str]]:
     at = max((i + 1 for i, c in enumerate(kept) if c.keyword not in _COMMENTARY), default=0)
     body = [c.image.encode("latin-1") for c in kept]
     tail: list[bytes] = []
-    bscale, bzero = table.get("BSCALE"), table.get("BZERO")
-    if bscale:
-        tail.append(_renamed(table, "BSCALE", "BSCALE"))
-    if bzero:
-        tail.append(_renamed(table, "BZERO", "BZERO"))
+    for key in ("BSCALE", "BZERO"):
+        # every card, so that repeated ones reach the image header and its scaling rule
+        # (the last applies, with a warning) instead of the first one silently
+        every = [table.locate(key, i) for i in range(table.count(key))]
+        if every and table[key, len(every) - 1]:
+            tail += [key.ljust(8).encode("ascii") + table.card_bytes(at)[8:] for at in every]
     tail += [_renamed(table, z, key) for z, key in _TAIL if z in table]
     tail += _blank(table, notes)
     raw = b"".join(head + body[:at] + tail + body[at:]) + b" " * CARD_SIZE * blanks + END_CARD
