@@ -85,14 +85,12 @@ class StoredChunk(Lazy):
 
     @property
     def unread(self) -> Any:
-        """The pending region the chunk stands for while its values are not read yet (a
-        remote range, quantised tiles: :mod:`dfits.array.quantised`), else None."""
+        """The pending region (remote range, quantised tiles) while unread, else None."""
         return self._pending if self._u is None else None
 
     @property
     def decoded(self) -> bool:
-        """True once the chunk has been written to: its values are then a decoded array of
-        its own, and kernels no longer apply."""
+        """True once written to: its values are then its own decoded array, not kernels'."""
         return self._owned
 
     # -- array attributes -----------------------------------------------------------------
@@ -138,14 +136,11 @@ class StoredChunk(Lazy):
 
     @property
     def base(self) -> Any:
-        """None for a chunk task's own chunk; for a slice, reshape or transpose of one (a
-        view, as numpy's are), the stored values it was cut from.
+        """None for a chunk task's own chunk; for a view of one, the values it was cut from.
 
-        Code that copies a view to let its parent go reads this: distributed's P2P rechunk
-        copies each shard whose ``base`` is set, and so gets plain arrays, which it needs
-        (it takes a ``memoryview`` of them, and only Python >= 3.12 lets a Python class
-        export a buffer). ``flags.owndata`` stays True: dask's ``getitem`` would copy, and
-        so decode, every slice it finds not owning its data.
+        distributed's P2P rechunk copies each shard whose ``base`` is set into a plain array,
+        which it needs (a ``memoryview``; Python < 3.12 gives Python classes no buffer).
+        ``flags.owndata`` stays True, or dask's ``getitem`` would copy (decode) every slice.
         """
         return self._values.base if self._owned else self._base
 

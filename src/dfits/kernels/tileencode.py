@@ -144,6 +144,7 @@ def _compress(algorithm: str, stored: np.ndarray) -> bytes:
         import imagecodecs
 
         return bytes(imagecodecs.rcomp_encode(stored))
+    # the standard stores GZIP/NOCOMPRESS tile bytes big-endian: one swap per tile, on write
     big = stored.astype(stored.dtype.newbyteorder(">"), copy=False).tobytes()
     if algorithm == "NOCOMPRESS":
         return big
@@ -172,6 +173,7 @@ def encode_tile(spec: TileSpec, values: np.ndarray, row: int) -> tuple[bytes, by
         return _compress(spec.algorithm, x.reshape(-1)), b"", 0.0, 0.0
     scaling = _scaling(x, spec.level)
     if scaling is None:
+        # an unquantisable tile is stored exact, big-endian as the standard says
         exact = x.reshape(-1).astype(x.dtype.newbyteorder(">")).tobytes()
         return b"", _gzip(exact), 0.0, 0.0
     scale, zero = scaling
