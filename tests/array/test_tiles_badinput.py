@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.errors import DataError, DfitsError
+from dfits.errors import DataError, DfitsError, HeaderError
 from tests.array.test_tiles import _tile_file
 
 
@@ -74,3 +74,20 @@ def test_flipped_rice_bytes_give_an_error_or_a_right_sized_image(tmp_path):
             assert got.shape == data.shape, k
     assert len(errors) > 60
     assert all("HDU 1" in e and "RICE_1" in e and "tile " in e for e in errors)
+
+
+def test_non_ascii_ttype_of_zscale_is_a_header_error(tmp_path, corpus):
+    # fuzz seed 4 case 2600: a flipped bit put '\xa0' in the comment of TTYPE2 = 'ZSCALE'.
+    # The card's value is unusable (DESIGN), the column was hidden and the quantised
+    # integers came out as the image's values with only a warning. TTYPEn places the
+    # tiles' numbers, so it is now an error naming the HDU and the keyword, at data access.
+    blob = bytearray((corpus / "nom-tam-fits/m13real_rice.fits").read_bytes())
+    at = blob.index(b"TTYPE2  = 'ZSCALE  '")
+    blob[at + 70] = 0xA0
+    path = tmp_path / "nbsp.fits"
+    path.write_bytes(bytes(blob))
+    with pytest.warns(dfits.DfitsWarning, match="printable ASCII"):
+        f = dfits.open(path)
+    assert f[1].kind == "compressed_image"
+    with pytest.raises(HeaderError, match=r"nbsp\.fits.*HDU 1.*TTYPE2 card"):
+        f[1].data  # noqa: B018

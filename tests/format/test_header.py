@@ -163,6 +163,16 @@ def test_bad_cards_are_found_and_kept_raw():
     assert h["OBSERVER"] == "'Ren\xe9e'"
     assert h["NAXIS"] == 0
     assert not h.cards[1].valid
+    assert not h.card("OBSERVER").valid  # one card parsed, without parsing them all
+    assert h.card("NAXIS").value == 0
+
+
+def test_card_by_keyword_and_occurrence(sample):
+    assert sample.card("DUP", 1).image[:8] == "DUP     "
+    assert sample.card("DUP", 1).value == sample["DUP", 1]
+    assert sample.card("LONG").value == sample["LONG"]  # CONTINUE cards joined
+    with pytest.raises(KeyError, match="NOPE"):
+        sample.card("NOPE")
 
 
 # -- generated headers ------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dfits.errors import HeaderError
+from dfits.format.cards import format_card
+from dfits.format.header import Header
 from dfits.format.tiles import parse_tiles
 
 
@@ -91,3 +93,39 @@ def test_hostile_keywords_name_the_keyword(over, keyword):
     with pytest.raises(HeaderError, match="HDU 1") as info:
         parse_tiles(table(**over), "file 'x.fits', HDU 1")
     assert keyword in str(info.value)
+
+
+def stored(h: dict[str, object], key: str, image: bytes) -> Header:
+    """``h`` as stored cards, the card of ``key`` replaced by the 80 bytes ``image``."""
+    cards = [image.ljust(80) if k == key else format_card(k, v) for k, v in h.items()]
+    return Header(b"".join(cards))
+
+
+QUANTISED = table(ZBITPIX=-32, TFIELDS=2, NAXIS1=16, TTYPE2="ZSCALE", TFORM2="1D")
+
+
+@pytest.mark.parametrize(
+    ("key", "image"),
+    [
+        # fuzz seed 4 case 2600 (also 10768, 10835, seed 3 case 13780): one byte outside
+        # ASCII in the comment hid the column, and the quantised integers came out as values
+        ("TTYPE2", b"TTYPE2  = 'ZSCALE  '           / label for field   3     \xa0"),
+        ("TTYPE2", b"TTYPE2  = 'ZSCALE  '           / label for fie\x00d"),
+        ("TTYPE2", b"TTYPE2  = 'ZSCALE  "),  # an unterminated string does not parse either
+        ("TFORM2", b"TFORM2  = '1D'    / \xe9"),
+        ("ZBITPIX", b"ZBITPIX =                  -32 / \xa0"),
+        ("ZNAME1", b"ZNAME1  = 'BLOCKSIZE'  / \xa0"),
+    ],
+    ids=["ttype-nbsp", "ttype-nul", "ttype-unterminated", "tform", "zbitpix", "zname"],
+)
+def test_unusable_structural_card_is_a_header_error(key, image):
+    h = dict(QUANTISED, ZNAME1="BLOCKSIZE", ZVAL1=32)
+    with pytest.raises(HeaderError, match=rf"HDU 1.*{key} card .*printable ASCII"):
+        parse_tiles(stored(h, key, image), "file 'x.fits', HDU 1")
+
+
+def test_unusable_other_card_is_read_around():
+    # only the cards that place tiles and numbers are structural: others stay warnings
+    h = dict(QUANTISED, OBJECT="M13")
+    t = parse_tiles(stored(h, "OBJECT", b"OBJECT  = 'M13' / \xa0"), "x")
+    assert [c.name for c in t.columns] == ["COMPRESSED_DATA", "ZSCALE"]

@@ -272,6 +272,19 @@ class Header(Mapping[str, Any]):
         """
         return self._layout or self._index()
 
+    def card(self, key: str, n: int = 0) -> Card:
+        """The ``n``-th card with this keyword, parsed (:attr:`Card.valid` says if its value is).
+
+        Raises ``KeyError`` when there is no such card.
+
+        Examples
+        --------
+        >>> h = Header(b"TTYPE1  = 'ZSCALE".ljust(80))
+        >>> h.card("TTYPE1").valid
+        False
+        """
+        return self._card(self._nth(key, n))
+
     def locate(self, key: str, n: int = 0) -> int:
         """Position (0-based, in 80-byte cards) of the ``n``-th card with this keyword.
 

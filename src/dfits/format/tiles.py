@@ -9,17 +9,23 @@ columns lie in a row (:mod:`dfits.format.descriptors`). Nothing is read from the
 Hostile keywords raise :class:`~dfits.errors.HeaderError` naming the keyword and its value:
 an unknown ZCMPTYPE, an illegal ZBITPIX, ZNAXIS outside 0..999, ZNAXISn or ZTILEn not a
 positive integer (or too large to be an image: more than 2**62 values), and a tile grid whose
-number of tiles differs from the table's rows (NAXIS2).
+number of tiles differs from the table's rows (NAXIS2). So does a card that places the tiles
+or their numbers (TFIELDS, TTYPEn, TFORMn, THEAP and the Z keywords above) but holds bytes
+outside printable ASCII or a value that does not parse: DESIGN's rule for mandatory cards,
+since such a card cannot be read around (a hidden ``TTYPEn = 'ZSCALE'`` would hand out the
+quantised integers as the image's values).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from dfits.errors import HeaderError
 from dfits.format.descriptors import Column, parse_columns
+from dfits.format.header import Header
 
 __all__ = ["ALGORITHMS", "QUANTIZE_METHODS", "TileLayout", "parse_tiles"]
 
@@ -38,6 +44,11 @@ ALGORITHMS = {
 QUANTIZE_METHODS = {"NO_DITHER": -1, "SUBTRACTIVE_DITHER_1": 1, "SUBTRACTIVE_DITHER_2": 2}
 
 _ZBITPIX = (8, 16, 32, 64, -32, -64)
+#: table cards that say where the tiles and their numbers are (see the module docstring)
+_STRUCTURAL = re.compile(
+    r"TFIELDS|THEAP|TTYPE\d+|TFORM\d+|ZCMPTYPE|ZBITPIX|ZNAXIS\d*|ZTILE\d+|ZNAME\d+|ZVAL\d+"
+    r"|ZQUANTIZ|ZDITHER0|ZSCALE|ZZERO|ZBLANK"
+)
 _MAX_VALUES = 2**62
 
 
@@ -160,6 +171,20 @@ def _geometry(header: Any, algorithm: str, prefix: str):
     return tuple(reversed(axes)), tuple(reversed(tiles))
 
 
+def _check_cards(header: Any, prefix: str) -> None:
+    """Refuse a structural card whose value is unusable (only a :class:`Header` keeps cards:
+    other mappings hold values already parsed)."""
+    if not isinstance(header, Header):
+        return
+    for key in header:
+        if _STRUCTURAL.fullmatch(key) and not header.card(key).valid:
+            raise HeaderError(
+                f"{prefix}{key} card {header.card_bytes(header.index(key)).rstrip()!r} holds "
+                "bytes outside printable ASCII or a value that does not parse; it places the "
+                "compressed tiles, so the image cannot be read"
+            )
+
+
 def _number(header: Any, key: str, prefix: str, kind: type) -> Any:
     value = header.get(key)
     if value is None:
@@ -237,6 +262,7 @@ def parse_tiles(header: Any, where: str = "") -> TileLayout:
     ((200, 300), (16, 300), (13, 1), (slice(192, 200, None), slice(0, 300, None)))
     """
     prefix = f"{where}: " if where else ""
+    _check_cards(header, prefix)
     name = _text(header, "ZCMPTYPE", prefix)
     algorithm = ALGORITHMS.get(name)
     if algorithm is None:
