@@ -6,9 +6,11 @@ hang: the worker is killed and a fresh one takes the next case. Shards of one lo
 are disjoint ``--start`` ranges of the same seed, so they can run on several machines and
 their summaries add up.
 
-Every failing case leaves a reproducer in ``--out``: ``<seed>-<case>.fits`` (the mutated
-bytes) and ``<seed>-<case>.txt`` (seed file, mutations, what went wrong and the command that
-replays it). ``--replay FILE`` runs one file in this process and prints the outcome.
+Every failing case (and every ``oracle_hang``: astropy hung on bytes dfits read, which fails
+nothing but leaves the values unchecked) leaves a reproducer in ``--out``:
+``<seed>-<case>.fits`` (the mutated bytes) and ``<seed>-<case>.txt`` (seed file, mutations,
+what went wrong and the command that replays it). ``--replay FILE`` runs one file in this
+process and prints the outcome.
 The exit status is 1 if any case failed, else 0; a JSON summary goes to ``--out``.
 """
 
@@ -35,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT = 600.0
 #: how long a case past its time limit may go on compiling before it counts as a hang
 _GRACE = 120.0
+#: outcomes that fail a campaign
+_FAILED = (*FAILURES, "crash")
+#: outcomes that leave a reproducer: the failures, and astropy hanging on bytes dfits read
+#: (not a dfits failure, but the comparison never happened: the file is worth a look)
+_REPRODUCED = (*_FAILED, "oracle_hang")
 
 
 class _Worker:
@@ -122,12 +129,15 @@ class Campaign:
         self.seed, self.out = seed, out
         self.counts: collections.Counter[str] = collections.Counter()
         self.failures: list[dict[str, Any]] = []
+        self.reproduced: list[dict[str, Any]] = []
 
     def record(self, answer: dict[str, Any]) -> None:
         kind = answer["kind"]
         self.counts[kind] += 1
-        if kind in (*FAILURES, "crash"):
+        if kind in _FAILED:
             self.failures.append(answer)
+        if kind in _REPRODUCED:
+            self.reproduced.append(answer)
             self._reproducer(answer)
 
     def _reproducer(self, answer: dict[str, Any]) -> None:
@@ -150,7 +160,7 @@ class Campaign:
 
     @property
     def failed(self) -> int:
-        return sum(self.counts[k] for k in (*FAILURES, "crash"))
+        return sum(self.counts[k] for k in _FAILED)
 
 
 def run_campaign(
@@ -213,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - began, 1),
         "counts": dict(campaign.counts),
         "failures": [(a["case"], a["kind"]) for a in campaign.failures],
+        "reproducers": [(a["case"], a["kind"]) for a in campaign.reproduced],
     }
     args.out.mkdir(parents=True, exist_ok=True)
     name = f"summary-{args.seed}-{args.start}-{args.start + campaign.ran}.json"
