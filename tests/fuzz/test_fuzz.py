@@ -17,14 +17,17 @@ from tests.fuzz.campaign import main as campaign
 from tests.fuzz.check import check_file
 from tests.fuzz.mutate import MUTATORS, mutated
 
-#: the default slice: seed and number of cases (a few hundred fit in a minute once warm)
-SEED, CASES = 34, 150
+#: the default slice: seed 34, cases 0 .. 2999, in blocks (each its own test and time limit).
+#: Issue 34 asks for a few thousand in the default run; 3000 took 59 s (6 blocks of 7-13 s)
+#: on the shared 2-core machine at load 6, kernels cached on disk.
+SEED, CASES, BLOCK = 34, 3000, 500
 
 
-def test_fuzz_slice_has_no_escapes(tmp_path):
+@pytest.mark.parametrize("first", range(0, CASES, BLOCK), ids=lambda k: f"cases{k}+")
+def test_fuzz_slice_has_no_escapes(tmp_path, first):
     path = tmp_path / "case.fits"
     failures = []
-    for case in range(CASES):
+    for case in range(first, first + BLOCK):
         name, blob, ops = mutated(SEED, case)
         path.write_bytes(blob)
         outcome = check_file(str(path))
