@@ -8,13 +8,18 @@ and the slow test below runs one through that same entry point.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import types
 
+import numpy as np
 import pytest
 
-from tests.fuzz.campaign import Campaign, run_campaign
+from tests.format import fitsgen as fg
+from tests.fuzz.campaign import Campaign, _Worker, run_campaign
 from tests.fuzz.campaign import main as campaign
-from tests.fuzz.check import check_file
+from tests.fuzz.check import _close_sum, check_file
 from tests.fuzz.mutate import MUTATORS, mutated
 
 #: the default slice: seed 34, cases 0 .. 2999, in blocks (each its own test and time limit).
@@ -69,6 +74,60 @@ def test_oracle_hang_leaves_a_reproducer_but_fails_nothing(tmp_path, kind, fails
     assert name in text
     assert "--seed 3 --start 7 --cases 1" in text
     assert (result.failed, len(result.reproduced)) == (int(fails), 1)
+
+
+class _Starved(_Worker):
+    """A worker without a process: each wait for an answer times out after the scheduler
+    kept it off the CPU for ``queue`` more seconds, until ``answers`` run out."""
+
+    def __init__(self, queue: list[float], answers: list) -> None:
+        self.proc = types.SimpleNamespace(poll=lambda: None, stdin=io.BytesIO(), pid=0)
+        self.queue, self.answers, self.clock = queue, answers, 0.0
+
+    def waited(self) -> float:
+        return self.clock
+
+    def receive(self, timeout: float):
+        answer = self.answers.pop(0)
+        if answer is None:
+            self.clock += self.queue.pop(0)
+        return answer
+
+
+def test_time_waiting_for_a_cpu_is_not_a_hang():
+    # seed 5 case 1309: a 50 ms case in a niced campaign at load 6 came back as a hang
+    done = {"case": 1, "kind": "ok"}
+    assert _Starved([3.0, 1.0], [None, None, done])._ask_once(5, 1, 0.01) == done
+    # no time in the queue: the time limit stands
+    late = _Starved([0.0], [None, done])._ask_once(5, 1, 0.01)
+    assert late["kind"] == "hang"
+
+
+def test_waited_reads_the_worker_schedstat():
+    worker = _Starved([], [])
+    worker.proc.pid = os.getpid()
+    assert _Worker.waited(worker) >= 0.0
+
+
+def test_float32_sum_past_its_range_is_an_infinity(tmp_path):
+    # fuzz seed 5 case 3751: dfits adds float32 in float64 and rounds the total, -8.9e39, to
+    # float32's -inf; the oracle compared it with the float64 total and called it a mismatch
+    values = np.array([-3e38, -3e38, -3e38, 1.0], np.float32)
+    path = tmp_path / "big.fits"
+    path.write_bytes(fg.image_file((4,), -32, values=values))
+    assert check_file(str(path)).kind == "ok"
+    assert not _close_sum(np.float32(np.inf), values)
+    assert not _close_sum(np.float32(-3e38), values)
+
+
+def test_astropy_failing_on_its_own_blank_is_no_oracle(tmp_path):
+    # fuzz seed 5 case 6029: astropy read the data, then raised VerifyError when the oracle
+    # asked its header for BLANK (`BLANK = /` followed by a CONTINUE card); the exception
+    # left check_file, killed the worker and came back as an 'oracle hang'
+    cards = [*fg.image_cards((3,), -32), b"BLANK   =                    /", b"CONTINUE  'a&'"]
+    path = tmp_path / "blank.fits"
+    path.write_bytes(fg.header(cards) + fg.pad(np.arange(3, dtype=">f4").tobytes()))
+    assert check_file(str(path)).kind == "ok"
 
 
 @pytest.mark.slow
