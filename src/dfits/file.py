@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,13 +36,11 @@ class HDU(TableAccess):
     :class:`dfits.table.TableAccess`)."""
 
     # A file may hold 10,000 of these; no per-instance dict.
-    __slots__ = ("_file", "_tiles", "layout")
+    __slots__ = ("_file", "layout")
 
     def __init__(self, file: FitsFile, layout: HDULayout) -> None:
         self._file = file
         self.layout = layout
-        # a compressed image's per-tile descriptors, read on first access to its data
-        self._tiles: Any = None
 
     # -- description ----------------------------------------------------------------------
     @property
@@ -129,11 +126,11 @@ class HDU(TableAccess):
         if self.kind == "compressed_image" and self.layout.tiles is None:
             raise HeaderError(self.layout.decode.error)
         if self.layout.tiles is not None:
-            if self._tiles is None:
-                self._tiles = tile_reader(self._file.source, self.layout, self._where())
+            # reads nothing: each read looks up only its own tiles' rows of the table
+            tiles = tile_reader(self._file.source, self.layout, self._where(), raw)
             if not raw:
-                self._tiles.spec.check()
-            return replace(self._tiles, raw=raw)
+                tiles.spec.check()
+            return tiles
         if not self.is_image:
             raise UnsupportedError(
                 f"{self._where()}: {self.kind} HDUs have no image data that dfits can read"
@@ -161,7 +158,9 @@ class HDU(TableAccess):
             self._file.source.token, self.layout.data_offset, self.shape, spec, raw, chunks
         )
         label = "raw" if raw else "data"
-        return dask_array(block, chunks, f"dfits-{label}-{self.index}-{token}")
+        # tiles: a slice of the array decodes only the tiles it meets, not its whole chunks
+        tiled = self.layout.tiles is not None
+        return dask_array(block, chunks, f"dfits-{label}-{self.index}-{token}", narrow=tiled)
 
     @property
     def _dataless(self) -> bool:

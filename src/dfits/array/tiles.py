@@ -1,11 +1,13 @@
 """The tile reader: a compressed image read by regions, each decoding only its own tiles.
 
-A :class:`TileReader` is a frozen record of (source, data offset, tile layout, per-tile heap
-descriptors, decode spec): a path and integers, so tasks stay small and hold no data. Its
-:meth:`TileReader.read` finds the tiles a region overlaps, fetches their compressed bytes in
-a few coalesced reads (``pread`` locally, ranged requests remotely), decodes them on the
-worker (:mod:`dfits.kernels.codecs`, GIL-free), dequantises quantised floats in one Numba
-pass (:mod:`dfits.kernels.dequantize`) and returns a
+A :class:`TileReader` is a frozen record of (source, table offset, tile layout, decode spec): a
+path and integers, so tasks stay small and hold no data. Its :meth:`TileReader.read` finds
+the tiles a region overlaps, reads only those tiles' rows of the table (their heap
+descriptors and ZSCALE/ZZERO/ZBLANK: a tile's row follows from its place in the grid, so a
+stamp of a 65,536-tile image reads a few hundred bytes of the table, not all of it), fetches
+their compressed bytes in a few coalesced reads (``pread`` locally, ranged requests
+remotely), decodes them on the worker (:mod:`dfits.kernels.codecs`, GIL-free), dequantises
+quantised floats in one Numba pass (:mod:`dfits.kernels.dequantize`) and returns a
 :class:`~dfits.array.stored.StoredChunk` of the *native* stored values (spec byte order
 ``"="``), so BSCALE/BZERO/BLANK and every reduction run in the same kernels as for plain
 images. It implements :class:`dfits.array.reader.Reader`.
@@ -24,13 +26,21 @@ import numpy as np
 
 from dfits.array.quantised import QuantisedTiles
 from dfits.array.stored import StoredChunk
+from dfits.array.tileplaces import (
+    GAP,
+    covering,
+    extent,
+    fetch_spans,
+    in_order,
+    lookup_rows,
+    read_ranges,
+    tile_rows,
+)
 from dfits.errors import DataError
+from dfits.format.descriptors import Descriptors
 from dfits.io.ranges import bounding
 
 __all__ = ["TileReader", "TileSection", "align_chunks", "tile_reader"]
-
-# Compressed tiles closer than this in the heap are fetched in one read.
-_GAP = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,12 +48,27 @@ class TileReader:
     """A tile-compressed image, addressable by slices of its numpy shape."""
 
     source: Any
-    heap_offset: int
+    table_offset: int
     tiles: Any
-    descriptors: Any
     spec: Any
     where: str
     raw: bool = False
+
+    @property
+    def heap_offset(self) -> int:
+        """Where the heap starts in the file."""
+        return self.table_offset + self.tiles.heap_start
+
+    @property
+    def descriptors(self) -> Descriptors:
+        """Every tile's descriptors (the whole table read: for tools and tests; reads use
+        :meth:`lookup` on their own tiles)."""
+        return self.lookup(np.arange(self.tiles.nrows, dtype=np.int64))
+
+    def lookup(self, rows: np.ndarray) -> Descriptors:
+        """The descriptors of the ascending table ``rows``, in their order, read from those
+        rows alone and checked against the heap."""
+        return lookup_rows(self.source, self.table_offset, self.tiles, self.where, rows)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -59,41 +84,50 @@ class TileReader:
 
     def rows(self, region: tuple[slice, ...]) -> np.ndarray:
         """The table rows (tile numbers, C order of the grid) of the tiles ``region`` meets."""
-        ranges = []
-        for sl, t in zip(region, self.tiles.tile, strict=True):
-            if sl.stop <= sl.start:
-                return np.empty(0, np.int64)
-            ranges.append(np.arange(sl.start // t, (sl.stop - 1) // t + 1, dtype=np.int64))
-        index = np.meshgrid(*ranges, indexing="ij")
-        return np.ravel_multi_index(index, self.tiles.grid).reshape(-1).astype(np.int64)
+        return tile_rows(self.tiles, region)
 
     def read(self, index: tuple[slice, ...]) -> Any:
         """The native stored values of the step-1 region ``index``, as a stored chunk."""
         region = tuple(slice(*sl.indices(n)[:2]) for sl, n in zip(index, self.shape, strict=True))
         counts = tuple(max(sl.stop - sl.start, 0) for sl in region)
         rows = self.rows(region)
-        group = self._group(rows, region)
-        if group is not None and group[3] is not None and self._fusable():
+        index = self.lookup(rows)
+        cover = covering(self.tiles, region, counts, self.spec.stored.itemsize)
+        group = self._group(rows, index, cover)
+        if group is not None and group[3] is not None and self._fusable() and cover == region:
             # quantised floats stay integers until a reduction reads them (fused) or
             # anything else asks for the floats: see dfits.array.quantised
             pending = QuantisedTiles(*group, counts, self.spec)
             return StoredChunk(None, self.spec, pending)
-        out = np.empty(counts, self.spec.stored)
-        if group is not None:
+        stored = self.spec.stored
+        if group is not None and cover == region and in_order(group, counts, stored):
+            # the decoded tiles already lie one after another in the chunk's C order (row
+            # tiles, whole planes): the packed array is the chunk, and no copy is made
+            out = group[0].reshape(counts)
+        elif group is not None:
             from dfits.kernels import tilegroup
 
             packed, shapes, firsts, quant = group
-            tilegroup.place_group(packed, out, shapes, firsts, quant)
+            out = np.empty(counts, stored)
+            whole = out if cover == region else np.empty(extent(cover), stored)
+            tilegroup.place_group(packed, whole, shapes, firsts, quant)
+            if whole is not out:
+                out[...] = whole[
+                    tuple(
+                        slice(r.start - c.start, r.stop - c.start)
+                        for r, c in zip(region, cover, strict=True)
+                    )
+                ]
         else:
-            rows = rows.tolist()
-            blobs = self._fetch(rows)
-            for row in rows:
-                self._decode_into(row, blobs[row], region, out)
+            out = np.empty(counts, stored)
+            blobs = self._fetch(index)
+            for k, row in enumerate(rows.tolist()):
+                self._decode_into(row, index, k, blobs[k], region, out)
         if self.raw:
             return out
         return StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
 
-    def _group(self, rows: np.ndarray, region: tuple[slice, ...]):
+    def _group(self, rows: np.ndarray, index: Descriptors, region: tuple[slice, ...]):
         """Fetch and decode every tile with array arithmetic and one Numba call (RICE_1
         tiles wholly inside the region, all in COMPRESSED_DATA: what default chunks hold):
         per-tile Python would cost more than the decoding. Returns ``(packed, shapes,
@@ -104,7 +138,7 @@ class TileReader:
         tiles = self.tiles
         if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
             return None
-        spans = self.descriptors.spans["COMPRESSED_DATA"][rows]
+        spans = index.spans["COMPRESSED_DATA"]
         if not (spans[:, 0] > 0).all():
             return None  # fallback columns: tile by tile
         tile, shape = np.array(tiles.tile), np.array(tiles.shape)
@@ -113,14 +147,16 @@ class TileReader:
         start = np.array([sl.start for sl in region])
         if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
             return None
-        blob, starts = self._fetch_spans(spans)
+        blob, starts = fetch_spans(self.source, self.heap_offset, spans)
         packed, bad, status = tilegroup.rice_group(
             blob, starts, spans[:, 0], (hi - lo).prod(axis=1), tiles.blocksize, tiles.bytepix
         )
         if packed is None:
             reason = "ends before its last pixel" if status == -1 else "has unused bytes"
-            raise self._error(int(rows[bad]), int(spans[bad, 0]), f"the Rice stream {reason}")
-        quant = self._quantisation(rows) if tiles.dither is not None else None
+            raise self._error(
+                int(rows[bad]), int(spans[bad, 0]), int(spans[bad, 1]), f"the Rice stream {reason}"
+            )
+        quant = self._quantisation(rows, index) if tiles.dither is not None else None
         return packed, hi - lo, lo - start, quant
 
     def _fusable(self) -> bool:
@@ -128,38 +164,15 @@ class TileReader:
         dequantised floats themselves (no BSCALE/BZERO of the image on top)."""
         return not self.raw and self.spec.mode == "raw" and self.spec.error is None
 
-    def _fetch_spans(self, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts
-        in it: spans closer than the gap are read together, so consecutive tiles are one
-        read and, in the common case, one buffer without a copy."""
-        counts, offsets = spans[:, 0], spans[:, 1]
-        order = np.argsort(offsets, kind="stable")
-        first, stop = offsets[order], offsets[order] + counts[order]
-        ends = np.maximum.accumulate(stop)
-        cut = np.flatnonzero(first[1:] > ends[:-1] + _GAP) + 1
-        bounds = np.split(np.arange(len(order)), cut)
-        ranges = [
-            (self.heap_offset + int(first[g[0]]), self.heap_offset + int(ends[g[-1]]))
-            for g in bounds
-        ]
-        blobs = [np.frombuffer(b, np.uint8) for b in _read_ranges(self.source, ranges)]
-        starts = np.empty(len(offsets), np.int64)
-        base = 0
-        for g, (a, _), buf in zip(bounds, ranges, blobs, strict=True):
-            starts[order[g]] = base + (self.heap_offset + first[g] - a)
-            base += len(buf)
-        blob = blobs[0] if len(blobs) == 1 else np.concatenate(blobs)
-        return blob, starts
-
-    def _quantisation(self, rows: np.ndarray):
+    def _quantisation(self, rows: np.ndarray, index: Descriptors):
         """Per-tile (scale, zero, blank, method, first dither index) of quantised tiles."""
         tiles = self.tiles
-        vals = self.descriptors.values
+        vals = index.values
         n = len(rows)
 
         def per_tile(name: str, const: object, default: object):
             if name in vals:
-                return vals[name][rows]
+                return vals[name]
             return np.full(n, default if const is None else const)
 
         scale = per_tile("ZSCALE", tiles.zscale, 1.0).astype(np.float64)
@@ -170,24 +183,27 @@ class TileReader:
         seeds = (rows + tiles.dither0 - 1) % 10000
         return scale, zero, blank, tiles.dither, seeds.astype(np.int64)
 
-    def _span(self, row: int) -> tuple[str, int, int]:
-        """(column, heap offset, bytes) holding tile ``row``: its compressed bytes, or a
-        fallback column's when COMPRESSED_DATA is empty."""
-        spans = self.descriptors.spans
-        count, offset = spans["COMPRESSED_DATA"][row]
+    @staticmethod
+    def _span(index: Descriptors, k: int) -> tuple[str, int, int]:
+        """(column, heap offset, bytes) holding the ``k``-th tile of ``index``: its
+        compressed bytes, or a fallback column's when COMPRESSED_DATA is empty."""
+        spans = index.spans
+        count, offset = spans["COMPRESSED_DATA"][k]
         if count == 0:
             for name in ("GZIP_COMPRESSED_DATA", "UNCOMPRESSED_DATA"):
-                if name in spans and spans[name][row][0] > 0:
-                    count, offset = spans[name][row]
+                if name in spans and spans[name][k][0] > 0:
+                    count, offset = spans[name][k]
                     return name, int(offset), int(count)
         return "COMPRESSED_DATA", int(offset), int(count)
 
-    def _fetch(self, rows: list[int]) -> dict[int, tuple[str, np.ndarray]]:
-        """Each tile's column and bytes, read in as few ranges as the heap allows."""
-        spans = sorted((self._span(r)[1], self._span(r)[2], r) for r in rows)
+    def _fetch(self, index: Descriptors) -> list[tuple[str, int, np.ndarray]]:
+        """Each tile's (column, heap offset, bytes), in ``index``'s order, read in as few
+        ranges as the heap allows."""
+        placed = [self._span(index, k) for k in range(len(index.spans["COMPRESSED_DATA"]))]
+        spans = sorted((offset, count, k) for k, (_, offset, count) in enumerate(placed))
         groups: list[list[tuple[int, int, int]]] = []
         for span in spans:
-            if groups and span[0] <= groups[-1][-1][0] + groups[-1][-1][1] + _GAP:
+            if groups and span[0] <= groups[-1][-1][0] + groups[-1][-1][1] + GAP:
                 groups[-1].append(span)
             else:
                 groups.append([span])
@@ -196,23 +212,23 @@ class TileReader:
             start = self.heap_offset + g[0][0]
             stop = self.heap_offset + max(o + n for o, n, _ in g)
             ranges.append((start, stop))
-        blobs = _read_ranges(self.source, ranges)
-        out = {}
+        blobs = read_ranges(self.source, ranges)
+        out: list[Any] = [None] * len(placed)
         for g, (start, _), blob in zip(groups, ranges, blobs, strict=True):
             buf = np.frombuffer(blob, np.uint8)
-            for offset, count, row in g:
+            for offset, count, k in g:
                 rel = self.heap_offset + offset - start
-                out[row] = (self._span(row)[0], buf[rel : rel + count])
+                out[k] = (placed[k][0], offset, buf[rel : rel + count])
         return out
 
-    def _decode_into(self, row: int, blob: tuple[str, np.ndarray], region, out) -> None:
+    def _decode_into(self, row: int, index: Descriptors, k: int, blob, region, out) -> None:
         tiles = self.tiles
         place = tiles.tile_region(row)
         shape = tuple(sl.stop - sl.start for sl in place)
         npix = math.prod(shape)
         from dfits.kernels import codecs
 
-        column, data = blob
+        column, offset, data = blob
         codec = codecs.Codec(
             tiles.algorithm,
             tiles.zbitpix,
@@ -227,29 +243,30 @@ class TileReader:
             else:
                 values = codecs.decode_tile(codec, data, npix, shape)
         except codecs.TileError as err:
-            raise self._error(row, len(data), str(err)) from err
+            raise self._error(row, len(data), offset, str(err)) from err
         values = values[:npix]
         if tiles.dither is not None and column == "COMPRESSED_DATA":
-            values = self._dequantize(row, values, shape)
+            values = self._dequantize(row, index.values, k, values, shape)
         else:
-            values = self._blanked(row, values)
+            values = self._blanked(index.values, k, values)
         src, dst = _overlap(place, region)
         out[dst] = values.reshape(shape)[src]
 
-    def _error(self, row: int, nbytes: int, reason: str) -> DataError:
+    def _error(self, row: int, nbytes: int, offset: int, reason: str) -> DataError:
         return DataError(
             f"{self.where}: tile {row} (table row {row + 1}, {self.tiles.algorithm}, "
-            f"{nbytes} bytes at heap offset {self._span(row)[1]}) cannot be decoded: {reason}"
+            f"{nbytes} bytes at heap offset {offset}) cannot be decoded: {reason}"
         )
 
-    def _dequantize(self, row: int, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    def _dequantize(
+        self, row: int, vals: dict, k: int, values: np.ndarray, shape: tuple[int, ...]
+    ) -> np.ndarray:
         from dfits.kernels.dequantize import dequantize
 
         tiles = self.tiles
-        vals = self.descriptors.values
-        scale = vals["ZSCALE"][row] if "ZSCALE" in vals else tiles.zscale
-        zero = vals["ZZERO"][row] if "ZZERO" in vals else tiles.zzero
-        blank = int(vals["ZBLANK"][row]) if "ZBLANK" in vals else tiles.zblank
+        scale = vals["ZSCALE"][k] if "ZSCALE" in vals else tiles.zscale
+        zero = vals["ZZERO"][k] if "ZZERO" in vals else tiles.zzero
+        blank = int(vals["ZBLANK"][k]) if "ZBLANK" in vals else tiles.zblank
         # decoders hand back native integers already: this is a no-op but for a stored
         # (NOCOMPRESS / fallback) tile, whose one swap is this pass
         q = np.ascontiguousarray(values, values.dtype.newbyteorder("="))
@@ -266,14 +283,13 @@ class TileReader:
         )
         return tile
 
-    def _blanked(self, row: int, values: np.ndarray) -> np.ndarray:
+    def _blanked(self, vals: dict, k: int, values: np.ndarray) -> np.ndarray:
         """Integer tiles whose ZBLANK column differs from the image's BLANK: astropy writes
         the image's BLANK in their place (floats keep their own NaNs)."""
-        vals = self.descriptors.values
         blank = self.spec.blank
         if "ZBLANK" not in vals or self.tiles.zbitpix < 0 or blank is None:
             return values
-        zblank = int(vals["ZBLANK"][row])
+        zblank = int(vals["ZBLANK"][k])
         if zblank == blank:
             return values
         # rare (a per-tile ZBLANK that is not the image's BLANK): a native copy to rewrite
@@ -282,16 +298,10 @@ class TileReader:
         return values
 
 
-def tile_reader(source: Any, layout: Any, where: str) -> TileReader:
-    """The reader of a compressed image HDU: reads its table's rows (the per-tile
-    descriptors: a few bytes per tile) once, here, and checks them against the heap."""
-    from dfits.format.descriptors import read_descriptors
-
-    tiles = layout.tiles
-    rows = source.read_exact(layout.data_offset, tiles.row_bytes * tiles.nrows)
-    descriptors = read_descriptors(rows, tiles, where)
-    heap = layout.data_offset + tiles.heap_start
-    return TileReader(source, heap, tiles, descriptors, layout.decode, where)
+def tile_reader(source: Any, layout: Any, where: str, raw: bool = False) -> TileReader:
+    """The reader of a compressed image HDU. Nothing is read here: each read looks up only
+    its own tiles' rows of the table (:meth:`TileReader.lookup`)."""
+    return TileReader(source, layout.data_offset, layout.tiles, layout.decode, where, raw)
 
 
 def _overlap(place: tuple[slice, ...], region: tuple[slice, ...]):
@@ -302,16 +312,6 @@ def _overlap(place: tuple[slice, ...], region: tuple[slice, ...]):
         src.append(slice(lo - p.start, hi - p.start))
         dst.append(slice(lo - r.start, hi - r.start))
     return tuple(src), tuple(dst)
-
-
-def _read_ranges(source: Any, ranges: list[tuple[int, int]]) -> list[Any]:
-    if not ranges:
-        return []
-    if source.mappable:
-        # compressed bytes are copied by pread: they are a fraction of the tile they decode to
-        return [source.read_exact(a, b - a) for a, b in ranges]
-    source.verify()
-    return source.read_ranges(ranges)
 
 
 def align_chunks(

@@ -1,11 +1,12 @@
 """The rows of a compressed image's table: per tile, where its bytes lie in the heap.
 
 The contract: :func:`parse_columns` lays out a binary table's row from TFIELDS/TTYPEn/TFORMn
-(byte offset and format of each field); :func:`read_descriptors` turns the table's row bytes
-into a :class:`Descriptors` record — for each tile the (count, offset) of its compressed
+(byte offset and format of each field); :func:`read_descriptors` turns table rows (all of
+them, or only those of the tiles a read touches: a tile's row follows from its place in the
+grid) into a :class:`Descriptors` record — for each tile the (count, offset) of its compressed
 bytes (P or Q descriptors), of its fallback bytes (GZIP_COMPRESSED_DATA, UNCOMPRESSED_DATA)
 and its ZSCALE/ZZERO/ZBLANK — checking that every descriptor points inside the heap. These
-are offsets and a few numbers per tile, never pixel data: the readers carry them in tasks.
+are offsets and a few numbers per tile, never pixel data.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from dfits.errors import HeaderError
 
-__all__ = ["Column", "Descriptors", "parse_columns", "read_descriptors"]
+__all__ = ["Column", "Descriptors", "concat_descriptors", "parse_columns", "read_descriptors"]
 
 # bytes per element of each TFORM type code (X: bits, counted in bytes below)
 _SIZES = {"L": 1, "X": 1, "B": 1, "I": 2, "J": 4, "K": 8, "A": 1, "E": 4, "D": 8}
@@ -108,8 +109,29 @@ class Descriptors:
 _SCALAR = {"B": ">u1", "I": ">i2", "J": ">i4", "K": ">i8", "E": ">f4", "D": ">f8"}
 
 
-def read_descriptors(rows: bytes, layout: Any, prefix: str = "") -> Descriptors:
-    """Parse the table's rows (``NAXIS1 * NAXIS2`` bytes) for a :class:`TileLayout`.
+def read_descriptors(
+    data: bytes,
+    layout: Any,
+    prefix: str = "",
+    rows: np.ndarray | None = None,
+    first: int = 0,
+) -> Descriptors:
+    """Parse table rows for a :class:`TileLayout`: all of them, or only those a read needs.
+
+    Parameters
+    ----------
+    data : bytes
+        Consecutive rows of the table (``NAXIS1`` bytes each), the first of them row
+        ``first`` (0-based).
+    layout : TileLayout
+        The image's tile layout (row width, columns, heap size).
+    prefix : str
+        Message prefix naming the file and HDU.
+    rows : array of int, optional
+        The rows wanted (0-based table rows, each within ``data``); by default every row
+        of ``data``. The result's arrays follow this order.
+    first : int
+        The table row ``data`` starts at.
 
     Raises
     ------
@@ -117,8 +139,12 @@ def read_descriptors(rows: bytes, layout: Any, prefix: str = "") -> Descriptors:
         When a descriptor points outside the heap (naming the column, the row and the
         offset) or a count is negative.
     """
-    nrows, width = layout.nrows, layout.row_bytes
-    table = np.frombuffer(rows, np.uint8, count=nrows * width).reshape(nrows, width)
+    width = layout.row_bytes
+    table = np.frombuffer(data, np.uint8, count=len(data) // width * width).reshape(-1, width)
+    if rows is None:
+        rows = np.arange(first, first + len(table), dtype=np.int64)
+    else:
+        table = table[np.asarray(rows, np.int64) - first]
     heap_size = layout.heap_stop - layout.heap_start
     spans: dict[str, np.ndarray] = {}
     values: dict[str, np.ndarray] = {}
@@ -128,23 +154,36 @@ def read_descriptors(rows: bytes, layout: Any, prefix: str = "") -> Descriptors:
             n = 8 if col.code == "P" else 16
             pairs = table[:, col.offset : col.offset + n].copy().view(word).astype(np.int64)
             pairs[:, 0] *= col.element_size
-            _check_spans(pairs, heap_size, col.name, prefix)
-            spans[col.name] = pairs
+            _check_spans(pairs, heap_size, col.name, prefix, rows)
+            spans[col.name] = pairs.reshape(-1, 2)
         else:
             dtype = np.dtype(_SCALAR.get(col.code, ">f8"))
-            raw = table[:, col.offset : col.offset + dtype.itemsize].copy().view(dtype)[:, 0]
+            raw = table[:, col.offset : col.offset + dtype.itemsize].copy().view(dtype)
             kind = np.int64 if col.name == "ZBLANK" else np.float64
-            values[col.name] = raw.astype(kind)
+            values[col.name] = raw.reshape(-1).astype(kind)
     return Descriptors(spans, values, heap_size)
 
 
-def _check_spans(pairs: np.ndarray, heap_size: int, name: str, prefix: str) -> None:
+def concat_descriptors(parts: list[Descriptors]) -> Descriptors:
+    """One record of several (rows read in separate runs), in the order given."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    spans = {k: np.concatenate([p.spans[k] for p in parts]) for k in first.spans}
+    values = {k: np.concatenate([p.values[k] for p in parts]) for k in first.values}
+    return Descriptors(spans, values, first.heap_size)
+
+
+def _check_spans(
+    pairs: np.ndarray, heap_size: int, name: str, prefix: str, rows: np.ndarray
+) -> None:
     count, offset = pairs[:, 0], pairs[:, 1]
     bad = (count < 0) | (offset < 0) | ((count > 0) & (offset + count > heap_size))
     if bad.any():
-        row = int(np.flatnonzero(bad)[0])
+        at = int(np.flatnonzero(bad)[0])
+        row = int(rows[at])
         raise HeaderError(
             f"{prefix}{name} descriptor of row {row + 1} (tile {row}) points outside the "
-            f"heap: {int(count[row])} bytes at heap offset {int(offset[row])}, but the heap "
+            f"heap: {int(count[at])} bytes at heap offset {int(offset[at])}, but the heap "
             f"holds {heap_size} bytes"
         )

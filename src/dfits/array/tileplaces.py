@@ -1,0 +1,156 @@
+"""Where a region's tiles are: their table rows, their descriptors, their heap bytes.
+
+The contract: a tile's table row follows from its place in the grid (C order), so
+:func:`tile_rows` names the tiles a region meets without reading anything, and
+:func:`lookup_rows` reads the descriptors (heap spans, ZSCALE/ZZERO/ZBLANK) of those rows
+alone: a 64 x 64 stamp of an image of 65,536 tiles reads a few hundred bytes of its table,
+not all of it (cfitsio reads a row at a time too). :func:`fetch_spans` reads the tiles'
+compressed bytes in as few coalesced reads as the heap allows. :func:`covering` and
+:func:`in_order` say how a group of decoded tiles maps onto a chunk: into a small scratch
+cover of whole tiles (stamps), or as the chunk itself with no copy (row tiles).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dfits.format.descriptors import Descriptors, concat_descriptors, read_descriptors
+
+__all__ = [
+    "GAP",
+    "covering",
+    "extent",
+    "fetch_spans",
+    "in_order",
+    "lookup_rows",
+    "read_ranges",
+    "tile_rows",
+]
+
+#: bytes: table rows or compressed tiles closer than this in the file are fetched in one read
+GAP = 1 << 16
+
+
+def tile_rows(tiles: Any, region: tuple[slice, ...]) -> np.ndarray:
+    """The table rows (tile numbers, ascending: C order of the grid) that ``region`` meets."""
+    ranges = []
+    for sl, t in zip(region, tiles.tile, strict=True):
+        if sl.stop <= sl.start:
+            return np.empty(0, np.int64)
+        ranges.append(np.arange(sl.start // t, (sl.stop - 1) // t + 1, dtype=np.int64))
+    index = np.meshgrid(*ranges, indexing="ij")
+    return np.ravel_multi_index(index, tiles.grid).reshape(-1).astype(np.int64)
+
+
+def lookup_rows(
+    source: Any, table_offset: int, tiles: Any, where: str, rows: np.ndarray
+) -> Descriptors:
+    """The descriptors of the ascending table ``rows``, in their order, read from those rows
+    alone (runs of rows closer than :data:`GAP` in one read) and checked against the heap."""
+    width = tiles.row_bytes
+    if not len(rows):
+        return read_descriptors(b"", tiles, where, rows=rows)
+    cut = np.flatnonzero(np.diff(rows) > max(1, GAP // width)) + 1
+    runs = np.split(rows, cut)
+    ranges = [
+        (table_offset + int(r[0]) * width, table_offset + (int(r[-1]) + 1) * width) for r in runs
+    ]
+    blobs = read_ranges(source, ranges)
+    parts = [
+        read_descriptors(blob, tiles, where, rows=r, first=int(r[0]))
+        for r, blob in zip(runs, blobs, strict=True)
+    ]
+    return concat_descriptors(parts)
+
+
+def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts
+    in it: spans closer than the gap are read together, so consecutive tiles are one
+    read and, in the common case, one buffer without a copy."""
+    counts, offsets = spans[:, 0], spans[:, 1]
+    order = np.argsort(offsets, kind="stable")
+    first, stop = offsets[order], offsets[order] + counts[order]
+    ends = np.maximum.accumulate(stop)
+    cut = np.flatnonzero(first[1:] > ends[:-1] + GAP) + 1
+    bounds = np.split(np.arange(len(order)), cut)
+    ranges = [(heap_offset + int(first[g[0]]), heap_offset + int(ends[g[-1]])) for g in bounds]
+    blobs = [np.frombuffer(b, np.uint8) for b in read_ranges(source, ranges)]
+    starts = np.empty(len(offsets), np.int64)
+    base = 0
+    for g, (a, _), buf in zip(bounds, ranges, blobs, strict=True):
+        starts[order[g]] = base + (heap_offset + first[g] - a)
+        base += len(buf)
+    blob = blobs[0] if len(blobs) == 1 else np.concatenate(blobs)
+    return blob, starts
+
+
+def read_ranges(source: Any, ranges: list[tuple[int, int]]) -> list[Any]:
+    """The bytes of each ``(start, stop)`` range of the file: ``pread`` locally, one
+    coalescing request remotely."""
+    if not ranges:
+        return []
+    if source.mappable:
+        # compressed bytes are copied by pread: they are a fraction of the tile they decode to
+        return [source.read_exact(a, b - a) for a, b in ranges]
+    source.verify()
+    return source.read_ranges(ranges)
+
+
+def extent(region: tuple[slice, ...]) -> tuple[int, ...]:
+    """The shape of a region of step-1 slices."""
+    return tuple(sl.stop - sl.start for sl in region)
+
+
+def covering(
+    tiles: Any, region: tuple[slice, ...], counts: tuple[int, ...], itemsize: int
+) -> tuple[slice, ...]:
+    """The region of whole tiles holding ``region`` when it is small (at most twice the
+    region, or 4 MiB): a stamp's partial tiles then decode as one group, in one Numba call,
+    into this scratch cover; else ``region`` itself (tile by tile).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> t = SimpleNamespace(tile=(16, 16), shape=(100, 100))
+    >>> covering(t, (slice(20, 40), slice(90, 100)), (20, 10), 2)
+    (slice(16, 48, None), slice(80, 100, None))
+    """
+    cover = tuple(
+        slice(r.start // t * t, min(-(-r.stop // t) * t, n))
+        for r, t, n in zip(region, tiles.tile, tiles.shape, strict=True)
+    )
+    size, want = math.prod(extent(cover)), math.prod(counts)
+    if not want or (size > 2 * want and size * itemsize > 1 << 22):
+        return region
+    return cover
+
+
+def in_order(group: tuple, counts: tuple[int, ...], stored: np.dtype) -> bool:
+    """True when a group's packed integers are its chunk as they stand: stored values (no
+    dequantisation), each tile one contiguous run of the chunk (below its first axis longer
+    than 1 it spans the chunk), the runs one after another from the chunk's start.
+
+    Examples
+    --------
+    >>> packed = np.zeros(12, np.int16)
+    >>> firsts = np.array([[0, 0], [1, 0], [2, 0]])
+    >>> in_order((packed, np.array([[1, 4]] * 3), firsts, None), (3, 4), np.dtype("i2"))
+    True
+    >>> in_order((packed, np.array([[3, 2]] * 2), np.array([[0, 0], [0, 2]]), None),
+    ...          (3, 4), np.dtype("i2"))
+    False
+    """
+    packed, shapes, firsts, quant = group
+    if quant is not None or packed.dtype != stored or packed.size != math.prod(counts):
+        return False
+    ndim = len(counts)
+    first = np.argmax(shapes != 1, axis=1)[:, None]  # a 1-pixel tile: axis 0, still a run
+    inner = np.arange(ndim) > first
+    if not ((~inner | (shapes == counts)) & (~inner | (firsts == 0))).all():
+        return False
+    starts = np.ravel_multi_index(tuple(firsts.T), counts)
+    sizes = shapes.prod(axis=1)
+    return bool(starts[0] == 0 and (starts[1:] == np.cumsum(sizes)[:-1]).all())
