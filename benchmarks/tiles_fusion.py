@@ -61,6 +61,7 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
     import dask
 
     import dfits
+    from dfits.array.tileplaces import fetch_spans
     from dfits.kernels import sum_count, tilegroup
 
     hdu = dfits.open(_image(tmpdir, side))[1]
@@ -72,8 +73,8 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
     def decode_only():
         for region in regions:
             rows = reader.rows(region)
-            spans = reader.descriptors.spans["COMPRESSED_DATA"][rows]
-            blob, starts = reader._fetch_spans(spans)
+            spans = reader.lookup(rows).spans["COMPRESSED_DATA"]
+            blob, starts = fetch_spans(reader.source, reader.heap_offset, spans)
             npix = np.full(len(rows), tiles.tile[-1], np.int64)
             tilegroup.rice_group(blob, starts, spans[:, 0], npix, tiles.blocksize, tiles.bytepix)
 
