@@ -115,3 +115,26 @@ def test_whole_index_equals_per_row_lookups(tmp_path):
         np.testing.assert_array_equal(part.values[name], values[rows])
     empty = reader.lookup(np.empty(0, np.int64))
     assert empty.spans["COMPRESSED_DATA"].shape == (0, 2)
+
+
+def test_compressed_bytes_are_read_a_batch_at_a_time(tmp_path, reads, monkeypatch):
+    from dfits.array import tileplaces
+
+    want = _write(tmp_path / "t.fits", 16)
+    hdu = dfits.open(tmp_path / "t.fits")[1]
+    heap = hdu._block(raw=False).heap_offset
+    monkeypatch.setattr(tileplaces, "BATCH", 4096)  # a few tiles a batch
+    reads.clear()
+    np.testing.assert_array_equal(hdu.data.compute(), want)
+    sizes = [n for o, n in reads if o >= heap]
+    assert len(sizes) > 50
+    assert max(sizes) < 4096 + 2 * 1024  # a batch ends at the tile that crosses the mark
+    # a broken stream in a later batch names its own tile
+    tiles = hdu.layout.tiles
+    spans = hdu._block(raw=False).descriptors.spans["COMPRESSED_DATA"]
+    blob = bytearray((tmp_path / "t.fits").read_bytes())
+    at = hdu.layout.data_offset + 700 * tiles.row_bytes
+    blob[at : at + 4] = np.array([spans[700, 0] // 2], ">i4").tobytes()
+    (tmp_path / "t.fits").write_bytes(bytes(blob))
+    with pytest.raises(dfits.DfitsError, match=r"tile 700 .*RICE_1"):
+        dfits.open(tmp_path / "t.fits")[1].data.compute()

@@ -12,6 +12,7 @@ cover of whole tiles (stamps), or as the chunk itself with no copy (row tiles).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from dfits.format.descriptors import Descriptors, concat_descriptors, read_descriptors
 
 __all__ = [
+    "BATCH",
     "GAP",
     "covering",
     "extent",
@@ -27,11 +29,14 @@ __all__ = [
     "in_order",
     "lookup_rows",
     "read_ranges",
+    "rice_batches",
     "tile_rows",
 ]
 
 #: bytes: table rows or compressed tiles closer than this in the file are fetched in one read
 GAP = 1 << 16
+#: bytes of compressed tiles read and decoded at a time by :func:`rice_batches`
+BATCH = 8 << 20
 
 
 def tile_rows(tiles: Any, region: tuple[slice, ...]) -> np.ndarray:
@@ -85,6 +90,33 @@ def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.nd
         base += len(buf)
     blob = blobs[0] if len(blobs) == 1 else np.concatenate(blobs)
     return blob, starts
+
+
+def rice_batches(
+    source: Any, heap_offset: int, spans: np.ndarray, npix: np.ndarray, tiles: Any
+) -> tuple[np.ndarray | None, int, int]:
+    """Decode RICE_1 tiles (their ``spans``, ``npix`` values each) into one packed array,
+    reading their compressed bytes :data:`BATCH` at a time: a task then holds its decoded
+    chunk and one batch of compressed bytes, not the whole chunk's compressed bytes too.
+
+    Returns ``(packed, -1, 0)``, or ``(None, t, status)`` for the first tile that fails.
+    """
+    from dfits.kernels import tilegroup
+
+    ends = np.cumsum(spans[:, 0])
+    cuts = np.flatnonzero(np.diff(ends // BATCH)) + 1
+    bounds = [0, *cuts.tolist(), len(spans)]
+    firsts = np.concatenate(([0], np.cumsum(npix)))
+    packed = np.empty(int(firsts[-1]), tilegroup.PACKED[tiles.bytepix])
+    for a, b in itertools.pairwise(bounds):
+        blob, starts = fetch_spans(source, heap_offset, spans[a:b])
+        got, bad, status = tilegroup.rice_group(
+            blob, starts, spans[a:b, 0], npix[a:b], tiles.blocksize, tiles.bytepix,
+            out=packed[firsts[a] : firsts[b]],
+        )  # fmt: skip
+        if got is None:
+            return None, a + bad, status
+    return packed, -1, 0
 
 
 def read_ranges(source: Any, ranges: list[tuple[int, int]]) -> list[Any]:

@@ -30,10 +30,10 @@ from dfits.array.tileplaces import (
     GAP,
     covering,
     extent,
-    fetch_spans,
     in_order,
     lookup_rows,
     read_ranges,
+    rice_batches,
     tile_rows,
 )
 from dfits.errors import DataError
@@ -133,8 +133,6 @@ class TileReader:
         per-tile Python would cost more than the decoding. Returns ``(packed, shapes,
         firsts, quant)`` for :func:`~dfits.kernels.tilegroup.place_group` (``quant`` None
         unless quantised), or None when not possible."""
-        from dfits.kernels import tilegroup
-
         tiles = self.tiles
         if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
             return None
@@ -147,10 +145,8 @@ class TileReader:
         start = np.array([sl.start for sl in region])
         if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
             return None
-        blob, starts = fetch_spans(self.source, self.heap_offset, spans)
-        packed, bad, status = tilegroup.rice_group(
-            blob, starts, spans[:, 0], (hi - lo).prod(axis=1), tiles.blocksize, tiles.bytepix
-        )
+        npix = (hi - lo).prod(axis=1)
+        packed, bad, status = rice_batches(self.source, self.heap_offset, spans, npix, tiles)
         if packed is None:
             reason = "ends before its last pixel" if status == -1 else "has unused bytes"
             raise self._error(

@@ -17,7 +17,7 @@ from dfits.kernels._compile import inline
 from dfits.kernels.dequantize import after_run, dequantise_run, random_table
 from dfits.kernels.rice import _NBITS, _PARAMS, _decode
 
-__all__ = ["place_group", "quant_args", "rice_group"]
+__all__ = ["PACKED", "place_group", "quant_args", "rice_group"]
 
 
 @inline
@@ -40,14 +40,19 @@ def _rice_group_body(
 _rice_group = entry(_rice_group_body)
 
 
-def rice_group(blob, starts, counts, npix, blocksize: int, bytepix: int):
-    """Decode every tile's stream (``blob[starts[t]:][:counts[t]]``) into one packed array.
+#: the packed values' type for each RICE_1 BYTEPIX
+PACKED = {1: np.dtype(np.uint8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
+
+
+def rice_group(blob, starts, counts, npix, blocksize: int, bytepix: int, out=None):
+    """Decode every tile's stream (``blob[starts[t]:][:counts[t]]``) into one packed array
+    (``out``, of ``npix.sum()`` values of :data:`PACKED`'s type, or a new one).
 
     Returns ``(packed, -1, 0)``, or ``(None, t, status)`` for the first tile that fails
     (status as :mod:`dfits.kernels.rice`).
     """
     fsbits, fsmax, bbits = _PARAMS[bytepix]
-    packed = np.empty(int(npix.sum()), {1: np.uint8, 2: np.int16, 4: np.int32}[bytepix])
+    packed = np.empty(int(npix.sum()), PACKED[bytepix]) if out is None else out
     bad, status = _rice_group(
         blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix, _NBITS
     )
