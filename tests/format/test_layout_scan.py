@@ -135,6 +135,21 @@ def test_end_card_filling_a_block_exactly():
     assert hdu.data_offset == 2880
 
 
+@pytest.mark.parametrize("blocks", [1, 2], ids=["one-block", "over-two-blocks"])
+def test_end_keyword_with_a_value_ends_the_header(blocks):
+    # fuzz seed 5 case 12235: `END     = 999...` ends the header in cfitsio and astropy; dfits
+    # read on to the next END card and took the data from a block further on
+    from dfits.errors import DfitsWarning
+
+    filler = [("C" + str(i), i) for i in range(40 * (blocks - 1))]
+    specs = [*fg.image_cards((2,)), *filler, b"END     = 99999999999999999999", ("LATE", 1)]
+    blob = fg.header(specs) + fg.pad(fg.data_for((2,), 16))
+    with pytest.warns(DfitsWarning, match=r"END card at offset \d+ holds b?'= 9+' after"):
+        (hdu,) = scan_bytes(blob).hdus
+    assert hdu.data_offset == 2880 * blocks
+    assert "LATE" not in hdu.header
+
+
 def test_scaling_and_unsigned_decode():
     blob = fg.fits_file(
         fg.image_hdu((2, 2), 16, extra=[("BZERO", 32768), ("BSCALE", 1)]),

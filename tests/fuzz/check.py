@@ -174,6 +174,10 @@ def _last_scaling_only(path: str) -> str:
     when its fast header parser reads the header, but the first when a card elsewhere sends
     it to its full parser (non-ASCII bytes: fuzz seed 1 case 7709). So the oracle reads a copy
     whose earlier duplicates are turned into COMMENT cards, where astropy has only one choice.
+
+    Likewise ``HIERARCH BSCALE = ...`` (and BZERO, BLANK): not the reserved keyword (DESIGN,
+    and astropy's fast parser), but the full parser files it as BSCALE and scales the data
+    (fuzz seed 5 case 12238). The copy makes those cards COMMENT cards too.
     """
     blob = bytearray(Path(path).read_bytes())
     changed = False
@@ -186,6 +190,8 @@ def _last_scaling_only(path: str) -> str:
         for at in range(start, min(stop, len(blob)) - 79, 80):
             if bytes(blob[at : at + 9]) in _SCALING:
                 seen.setdefault(bytes(blob[at : at + 9]), []).append(at)
+            elif _hierarch_scaling(bytes(blob[at : at + 80])):
+                blob[at : at + 8], changed = b"COMMENT ", True
         for places in seen.values():
             for at in places[:-1]:
                 blob[at : at + 8], changed = b"COMMENT ", True
@@ -194,6 +200,11 @@ def _last_scaling_only(path: str) -> str:
     copy = str(Path(path).with_suffix(".last-scaling.fits"))
     Path(copy).write_bytes(bytes(blob))
     return copy
+
+
+def _hierarch_scaling(card: bytes) -> bool:
+    name = card[8:].partition(b"=")[0].strip().upper()
+    return card[:8] == b"HIERARCH" and name in (b"BSCALE", b"BZERO", b"BLANK")
 
 
 def _blank_logical(path: str, i: int, data: np.ndarray) -> np.ndarray:

@@ -130,6 +130,16 @@ def test_astropy_failing_on_its_own_blank_is_no_oracle(tmp_path):
     assert check_file(str(path)).kind == "ok"
 
 
+@pytest.mark.parametrize("odd", [b"", b"OBJECT  = 'M13' / \xa0"], ids=["ascii", "non-ascii"])
+def test_hierarch_bscale_scales_nothing_in_the_oracle_either(tmp_path, odd):
+    # fuzz seed 5 case 12238: astropy scales by `HIERARCH BSCALE = 2.0` only when a card
+    # with non-ASCII bytes sends the header to its full parser; DESIGN: not the keyword
+    cards = [*fg.image_cards((3,), 16), b"HIERARCH BSCALE = 2.0", *([odd] if odd else [])]
+    path = tmp_path / "hierarch.fits"
+    path.write_bytes(fg.header(cards) + fg.pad(fg.data_for((3,), 16)))
+    assert check_file(str(path)).kind == "ok"
+
+
 @pytest.mark.slow
 def test_fuzz_campaign_through_workers(tmp_path):
     # the ./run fuzz path: worker process, hang timeout, memory cap, summary file
