@@ -1,7 +1,7 @@
 """Tables, side by side: dfits against astropy, fitsio and a LIMIT, each tool in fresh processes.
 
     python benchmarks/tables.py --size 1GiB [--cases sum1,cols3,pandas,ascii,parquet]
-        [--tools dfits,astropy,astropy-table,fitsio,LIMIT] [--ascii-rows 1000000]
+        [--tools dfits,dfits-columns,astropy,astropy-table,fitsio,LIMIT] [--ascii-rows 1000000]
         [--rounds 5] [--tmpdir /tmp/dfbench]
 
 Files (``tables_files.py``), written once into ``--tmpdir`` and reused: a BINTABLE of
@@ -14,7 +14,9 @@ Cases (``tables_ops.py``):
   ``data["D0"].sum()``; ``fitsio``: ``read(columns=["D0"])`` + numpy; ``LIMIT``: a Numba
   loop on 2 threads over the native unsigned view of the mapped field, swapping in registers.
 * ``cols3``: three columns (``E0``, ``D0``, ``J0``) read and summed, the same tools plus
-  ``astropy-table`` (``Table.read`` + numpy).
+  ``astropy-table`` (``Table.read`` + numpy). ``dfits``: ``dask.compute(hdu.aggregate("sum",
+  ["E0", "D0", "J0"]))`` (one pass over the rows for the three); ``dfits-columns``:
+  ``dask.compute(*(hdu.column(n).sum() for n in names))`` (one pass per column).
 * ``pandas``: the whole table to a pandas DataFrame. ``dfits``:
   ``to_dask_dataframe().compute()``; ``astropy-table``: ``Table.read(...).to_pandas()``;
   ``fitsio``: ``pd.DataFrame(fitsio.read(...))``; ``LIMIT``: numpy swaps each field of the
@@ -86,7 +88,7 @@ __all__ = [
 ]  # fmt: skip
 
 CASES = tuple(OPS)
-TOOLS = ("dfits", "astropy", "astropy-table", "fitsio", "LIMIT")
+TOOLS = ("dfits", "dfits-columns", "astropy", "astropy-table", "fitsio", "LIMIT")
 
 
 def run_case(case: str, tool: str, path: str, out: str) -> list[float]:

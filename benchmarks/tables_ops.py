@@ -4,7 +4,8 @@ Every operation takes the file's path and a scratch folder and returns check val
 row counts) that the driver compares across tools:
 
 * ``sum1``: one column (``D0``) summed;
-* ``cols3``: three columns (``E0``, ``D0``, ``J0``) read and summed;
+* ``cols3``: three columns (``E0``, ``D0``, ``J0``) read and summed (dfits: together through
+  ``hdu.aggregate``, one pass; ``dfits-columns``: three ``column(n).sum()`` in one compute);
 * ``pandas``: the whole table to a pandas DataFrame;
 * ``ascii``: every field of the ASCII table parsed to numbers;
 * ``parquet``: three columns to Parquet through dfits' dask DataFrame (peak RSS is the figure).
@@ -47,6 +48,18 @@ def dfits_sums(names) -> Op:
 
         hdu = dfits.open(path)[1]
         return [float(v) for v in dask.compute(*(hdu.column(n).sum() for n in names))]
+
+    return run
+
+
+def dfits_aggregate(names) -> Op:
+    def run(path: str, out: str) -> list[float]:
+        import dask
+
+        import dfits
+
+        (sums,) = dask.compute(dfits.open(path)[1].aggregate("sum", list(names)))
+        return [float(sums[n]) for n in names]
 
     return run
 
@@ -192,7 +205,8 @@ OPS: dict[str, dict[str, Op]] = {
         "LIMIT": limit_sums([COLUMN]),
     },
     "cols3": {
-        "dfits": dfits_sums(THREE),
+        "dfits": dfits_aggregate(THREE),
+        "dfits-columns": dfits_sums(THREE),
         "astropy": astropy_sums(THREE),
         "astropy-table": astropy_table_sums,
         "fitsio": fitsio_sums(THREE),

@@ -76,18 +76,26 @@ class ColumnReader:
     def rows_and_nulls(self, first: int, stop: int) -> tuple[Any, np.ndarray | None]:
         """Values of rows ``first`` to ``stop`` and which of them are TNULL (None: none can
         be): what a DataFrame needs for its nullable integers."""
-        c = self.column
         n = stop - first
         buf, start, stride = self._field_bytes(first, n)
+        return self.values_at(buf, start, stride, n, first)
+
+    def values_at(
+        self, buf: np.ndarray, start: int, stride: int, n: int, first: int, nulls: bool = True
+    ) -> tuple[Any, np.ndarray | None]:
+        """Values and TNULL flags (as :meth:`rows_and_nulls`; no flags unless ``nulls``) of
+        the ``n`` rows from row ``first`` whose field bytes start at ``buf[start]``,
+        ``stride`` bytes apart: lets a caller that holds a span of whole rows (several
+        columns' reduction) decode each field from the one buffer."""
+        c = self.column
         if c.ascii:
             return self._ascii(buf, start, stride, n, first)
         if c.code in "PQ":
             return self._arrays(buf, start, stride, n, first), None
         values = field_values(buf, start, stride, n, c)
-        nulls = None
-        if isinstance(c.null, int) and not c.scaled and c.code in "BIJK":
-            nulls = np.asarray(values) == c.null
-        return values, nulls
+        if nulls and isinstance(c.null, int) and not c.scaled and c.code in "BIJK":
+            return values, np.asarray(values) == c.null
+        return values, None
 
     def _field_bytes(self, first: int, n: int) -> tuple[np.ndarray, int, int]:
         """A flat uint8 array holding the field of rows ``first`` to ``first + n``, where

@@ -23,6 +23,9 @@ __all__ = [
     "load_i4",
     "load_i8",
     "load_u1",
+    "raw_u2_at",
+    "raw_u4_at",
+    "raw_u8_at",
     "swap_bits",
 ]
 
@@ -90,3 +93,38 @@ def swap_bits(typingctx, raw):
         return value
 
     return sig, codegen
+
+
+def _make_unaligned(utype: types.Integer, name: str):
+    """Build an intrinsic ``(buf, i) -> raw``: the ``utype`` whose bytes start at ``buf[i]``
+    (a C-contiguous ``uint8`` array), in memory order, read with one unaligned load.
+
+    A table field lies at any byte offset of its row; gathering its bytes one at a time and
+    shifting them together costs about three times the load. No bounds check: the caller
+    guarantees ``i + size <= buf.size``.
+    """
+
+    @intrinsic
+    def _at(typingctx, buf, i):
+        if not (isinstance(buf, types.Array) and buf.dtype == types.uint8):
+            return None
+        if not isinstance(i, types.Integer):
+            return None
+        sig = utype(buf, i)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            ptr = builder.gep(ary.data, [args[1]])
+            ptr = builder.bitcast(ptr, context.get_value_type(utype).as_pointer())
+            return builder.load(ptr, align=1)
+
+        return sig, codegen
+
+    _at.__name__ = name
+    return _at
+
+
+#: the raw (memory-order) uint16/uint32/uint64 at a byte index of a uint8 buffer
+raw_u2_at = _make_unaligned(types.uint16, "raw_u2_at")
+raw_u4_at = _make_unaligned(types.uint32, "raw_u4_at")
+raw_u8_at = _make_unaligned(types.uint64, "raw_u8_at")

@@ -1,0 +1,277 @@
+"""Reductions of several columns of one table in one pass over each row span.
+
+The contract: :func:`reduce_columns` takes the :class:`~dfits.array.columns.ColumnReader` of
+each column (all of one HDU) and an entry of :data:`~dfits.array.aggregations.AGGREGATIONS`,
+and gives one lazy 0-d dask array per column. The arrays share one graph: the table's rows
+through the reader seam (:class:`RowsReader`, an ``(nrows, row_bytes)`` ``uint8`` array
+chunked by row spans), one task per span that maps the span once and computes every column's
+partials from that one buffer, and one tree of combines. ``dask.compute`` of the results
+therefore reads each byte of the table once, where separate ``column(name).sum()`` calls map
+and walk the rows once per column.
+
+Within a span, the sums and counts (``sum``, ``mean``, ``count`` and their ``nan`` forms) of
+every unscaled one-element B/I/J/K/E/D column come from one kernel pass over the rows
+(:mod:`dfits.kernels.fieldsums`). Other columns and reductions are reduced block by block
+(:data:`BLOCK_BYTES` of rows), every column of a block before the next block, so the second
+and later columns read rows the first one just brought into the cache.
+
+Remote files: each span's whole rows come in one ranged request (not only the columns'
+bytes, as ``hdu.column`` fetches them), so this suits tables whose requested columns are a
+fair share of the row.
+
+Values are exactly those of :meth:`~dfits.array.columns.ColumnReader.read` (the stored kernel
+fields stay stored, others are decoded as ``hdu.column(name)`` decodes them), so each result
+equals the same reduction of ``hdu.column(name)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dfits.array import steps
+from dfits.array.aggregations import AGGREGATIONS, Aggregation
+from dfits.array.columns import ColumnReader
+from dfits.array.reader import dask_array
+from dfits.array.stored import StoredChunk
+from dfits.kernels import fieldsums
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+__all__ = ["BLOCK_BYTES", "RowsReader", "reduce_columns"]
+
+#: Bytes of rows that every column reduces before the next block: two threads' blocks stay
+#: in a 32 MiB L3 cache, and a block is large enough that the kernels' per-call cost (tens
+#: of microseconds each) stays small against the block's memory traffic.
+BLOCK_BYTES = 8 << 20
+
+#: A memory page: rows no wider than this put a field on every page of their span.
+_PAGE = 4096
+
+
+@dataclass(frozen=True)
+class RowsReader:
+    """A table's rows as an ``(nrows, row_bytes)`` ``uint8`` array (a :class:`Reader`)."""
+
+    source: Any
+    offset: int
+    row_bytes: int
+    nrows: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.nrows, self.row_bytes)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.uint8)
+
+    def read(self, index: tuple[slice, ...]) -> np.ndarray:
+        """The rows of ``index[0]`` (always whole rows), mapped once: a view, no copy."""
+        first, stop = index[0].start or 0, index[0].stop
+        stop = self.nrows if stop is None else stop
+        n = max(stop - first, 0)
+        if n == 0 or self.row_bytes == 0:
+            return np.zeros((n, self.row_bytes), np.uint8)
+        if not self.source.mappable:
+            self.source.verify()  # remote: the span's whole rows, one ranged request
+        # Rows no wider than a page have a field on every page of the span: fault them all
+        # in with one call instead of one fault per page as the columns first touch them.
+        populate = self.row_bytes <= _PAGE
+        buf = self.source.map(self.offset + first * self.row_bytes, n * self.row_bytes,
+                              populate=populate)  # fmt: skip
+        return buf.reshape(n, self.row_bytes)
+
+
+def reduce_columns(
+    readers: Sequence[ColumnReader],
+    how: str,
+    rows_per_chunk: int | None = None,
+    split_every: int | None = None,
+    **options: Any,
+) -> dict[str, da.Array]:
+    """The reduction ``how`` of each column of ``readers`` over all its values, lazily, from
+    one pass over the rows.
+
+    Parameters
+    ----------
+    readers : sequence of ColumnReader
+        Numeric columns of one table HDU.
+    how : str
+        ``sum``, ``mean``, ``var``, ``std``, ``min``, ``max``, their ``nan`` forms, ``count``.
+    rows_per_chunk : int, optional
+        Rows per span (one task each); by default about dask's ``array.chunk-size`` of rows.
+    split_every : int, optional
+        dask's tree-reduction fan-in.
+    **options
+        ``ddof`` for ``var``/``std``.
+
+    Returns
+    -------
+    dict of str to dask.array.Array
+        Column name to its 0-d result, with numpy's dtype for the reduction.
+    """
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.utils import parse_bytes
+
+    agg = _aggregation(how)
+    if not readers:
+        return {}
+    _check_numeric(readers, how)
+    sizes = [readers[0].nrows * int(np.prod(r.column.shape, dtype=np.int64)) for r in readers]
+    if how.lstrip("n").lstrip("a") in ("min", "max") and 0 in sizes:
+        raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
+    first = readers[0]
+    rows = RowsReader(first.source, first.offset, first.row_bytes, first.nrows)
+    step = rows_per_chunk or max(
+        int(parse_bytes(dask.config.get("array.chunk-size")) // max(rows.row_bytes, 1)), 1
+    )
+    if step < 1:
+        raise ValueError(f"rows_per_chunk must be positive, not {rows_per_chunk!r}")
+    spans = tuple(min(step, rows.nrows - a) for a in range(0, rows.nrows, step)) or (0,)
+    token = tokenize(first.source.token, rows.offset, rows.row_bytes, spans)
+    table = dask_array(rows, (spans, (rows.row_bytes,)), f"dfits-rows-{token}")
+    block_rows = min(step, max(BLOCK_BYTES // max(rows.row_bytes, 1), 1))
+    plan = _Plan(tuple(readers), agg, agg.skipna, block_rows, agg.chunk is steps.sum_chunk)
+    parts = table.map_blocks(
+        _span_partials, plan, dtype=object, chunks=((1,) * len(spans), (1,)),
+        meta=np.empty((0, 0), object),
+    )  # fmt: skip
+    dtype = np.dtype([(r.column.name, agg.dtype(r.column.dtype)) for r in readers])
+    result = da.reduction(
+        parts,
+        _unwrap,
+        functools.partial(_aggregate, plan, sizes, dtype, {**options, "skipna": agg.skipna}),
+        combine=functools.partial(_combine, plan),
+        axis=(0, 1),
+        dtype=dtype,
+        split_every=split_every,
+        concatenate=False,
+        meta=np.empty((), dtype),
+        name=f"dfits-columns-{how}",
+    )
+    return {r.column.name: result[r.column.name] for r in readers}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What each span task computes: the columns, the reduction and the block size in rows."""
+
+    readers: tuple[ColumnReader, ...]
+    agg: Aggregation
+    skipna: bool
+    block_rows: int
+    #: the reduction needs only sums and counts: one-element numeric fields take one
+    #: kernel pass over the rows together (:mod:`dfits.kernels.fieldsums`)
+    sums: bool
+
+
+def _aggregation(how: str) -> Aggregation:
+    agg = AGGREGATIONS.get(how)
+    if agg is None:
+        known = ", ".join(sorted(AGGREGATIONS))
+        raise ValueError(f"unknown reduction {how!r}; choose from {known}")
+    return agg
+
+
+def _check_numeric(readers: Sequence[ColumnReader], how: str) -> None:
+    for r in readers:
+        c = r.column
+        if c.code in "PQ" or c.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{r.where}, column {c.number} ({c.name!r}, TFORM{c.number} = {c.tform!r}): "
+                f"{how} needs numbers, not {c.dtype} values"
+            )
+    if len({(r.source.token, r.offset) for r in readers}) > 1:
+        raise ValueError("columns reduced together must come from one table HDU")
+
+
+def _span_partials(block: np.ndarray, plan: _Plan, block_info: Any = None) -> np.ndarray:
+    """The partials of every column of one span of rows, as a ``(1, 1)`` object array."""
+    first = block_info[0]["array-location"][0][0] if block_info else 0
+    partials: list[dict | None] = [None] * len(plan.readers)
+    fused = [k for k, r in enumerate(plan.readers) if plan.sums and _summable(r)]
+    if fused and block.shape[0]:
+        _fused_sums(block, plan, fused, partials)
+    rest = [k for k in range(len(plan.readers)) if partials[k] is None]
+    if rest:
+        _blocked(block, plan, rest, first, partials)
+    out = np.empty((1, 1), object)
+    out[0, 0] = partials
+    return out
+
+
+def _summable(reader: ColumnReader) -> bool:
+    c = reader.column
+    return not c.ascii and not c.scaled and c.code in fieldsums.KINDS and c.shape == ()
+
+
+def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list) -> None:
+    """Sums and counts of the ``fused`` columns from one kernel pass over the rows."""
+    readers = [plan.readers[k] for k in fused]
+    offsets = np.array([r.column.offset for r in readers], np.int64)
+    kinds = np.array([fieldsums.KINDS[r.column.code] for r in readers], np.int64)
+    counts, fsums, isums = fieldsums.field_sums(block, offsets, kinds, plan.skipna)
+    for j, (k, r) in enumerate(zip(fused, readers, strict=True)):
+        kind = r.column.dtype.kind
+        total = fsums[j : j + 1] if kind == "f" else isums[j : j + 1]
+        if kind == "u":
+            total = total.astype(np.uint64)  # numpy sums unsigned bytes in uint64
+        partials[k] = {"n": counts[j : j + 1].copy(), "total": total.copy()}
+
+
+def _blocked(block: np.ndarray, plan: _Plan, rest: list[int], first: int, partials: list):
+    """Partials of the ``rest`` columns, one column at a time within each block of rows."""
+    n, row_bytes = block.shape
+    flat = block.reshape(-1)
+    # every column of a block before the next block: the later columns find the rows cached
+    for a in range(0, max(n, 1), plan.block_rows):
+        m = min(plan.block_rows, n - a)
+        for k in rest:
+            r = plan.readers[k]
+            values, _ = r.values_at(flat, a * row_bytes + r.column.offset, row_bytes, m,
+                                    first + a, nulls=False)  # fmt: skip
+            if isinstance(values, StoredChunk) and not values.decoded:
+                values.spec.check()
+            axes = tuple(range(np.ndim(values)))
+            part = plan.agg.chunk(values, axes, plan.skipna, None)
+            partials[k] = part if partials[k] is None else plan.agg.combine(partials[k], part)
+
+
+def _unwrap(block: np.ndarray, axis: Any, keepdims: bool, computing_meta: bool = False, **_):
+    return block if computing_meta else block[0, 0]
+
+
+def _flat(parts: Any) -> list[list[dict]]:
+    if isinstance(parts, list) and parts and isinstance(parts[0], dict):
+        return [parts]
+    return [p for item in parts for p in _flat(item)]
+
+
+def _merge_all(plan: _Plan, lists: list[list[dict]]) -> list[dict]:
+    out = list(lists[0])
+    for other in lists[1:]:
+        out = [plan.agg.combine(a, b) for a, b in zip(out, other, strict=True)]
+    return out
+
+
+def _combine(plan: _Plan, parts, axis, keepdims, computing_meta=False, **_):
+    return _merge_all(plan, _flat(parts))
+
+
+def _aggregate(plan, sizes, out_dtype, options, parts, axis, keepdims, computing_meta=False, **_):
+    if computing_meta:
+        return parts
+    merged = _merge_all(plan, _flat(parts))
+    out = np.zeros((), out_dtype)
+    for r, p, size in zip(plan.readers, merged, sizes, strict=True):
+        value = plan.agg.finalize(p, size, **options)
+        out[r.column.name] = np.asarray(value).reshape(())
+    return out

@@ -1,0 +1,140 @@
+"""Sums of several big-endian fields of a block of table rows, in one pass over the rows.
+
+The contract: :func:`field_sums` takes ``rows``, a ``(n, row_bytes)`` ``uint8`` array of whole
+table rows (an mmap of the stored bytes, read-only is fine), each field's byte offset in the
+row and its :data:`KINDS` code, and returns per field the number of values taken and their
+sum: exact ``int64`` for integers (wrapping as numpy's does), compensated ``float64`` for
+floats (NaN or inf propagate; with ``skipna`` NaN values are left out of sum and count).
+
+Every row is read once for all the fields: a table with 160-byte rows brings whole rows into
+the cache whichever field is read, so reducing k fields one at a time costs k passes over
+the memory and this kernel one. Values are swapped in registers (bytes gathered into a
+one unaligned load, LLVM ``bswap``, bit cast): nothing is copied out of the rows. Only unscaled
+fields of one element qualify; the caller reduces the others field by field.
+
+The numpy oracle is ``rows[:, o:o + w].copy().view(">f8").sum()`` per field (see the tests).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["KINDS", "field_sums"]
+
+#: TFORM letter (unscaled, one element) -> kind code understood by the kernel
+KINDS = {"B": 0, "I": 1, "J": 2, "K": 3, "E": 4, "D": 5}
+
+#: rows summed into a plain partial before the compensated add (as the image kernels' BLOCK)
+_BLOCK = 2048
+#: bytes of rows per block at most: the block stays in a core's L2 cache between fields
+_CACHE = 1 << 15
+
+
+def field_sums(
+    rows: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, skipna: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(counts, float_sums, int_sums)`` per field of ``rows`` (see the module docstring).
+
+    ``float_sums[j]`` holds the sum of a float field (E, D), ``int_sums[j]`` that of an
+    integer field (B, I, J, K); the other entry of each field is 0.
+    """
+    k = len(offsets)
+    counts = np.zeros(k, np.int64)
+    fsums = np.zeros(k, np.float64)
+    isums = np.zeros(k, np.int64)
+    offs = np.ascontiguousarray(offsets, np.int64)
+    codes = np.ascontiguousarray(kinds, np.int64)
+    n, width = rows.shape
+    ends = offs + np.array([1, 2, 4, 8, 4, 8])[codes] if k else offs
+    if k and (offs.min() < 0 or ends.max() > width):
+        # the kernel's loads are unchecked: a field must lie inside its row
+        raise ValueError(f"a field lies past the {width}-byte row: offsets {offs.tolist()}")
+    if n and k:
+        # one flat buffer: the kernel indexes bytes (a strided block of rows is copied)
+        flat = np.ascontiguousarray(rows).reshape(-1)
+        _kernel()(flat, width, n, offs, codes, skipna, counts, fsums, isums)
+    return counts, fsums, isums
+
+
+@functools.cache
+def _kernel():
+    """Compiled on first use (never at import), cached on disk."""
+    from numba import njit
+
+    from dfits.kernels._compile import compensated, neumaier
+    from dfits.kernels._swap import load_f4, load_f8, load_i2, load_i4, load_i8
+    from dfits.kernels._swap import raw_u2_at as u2
+    from dfits.kernels._swap import raw_u4_at as u4
+    from dfits.kernels._swap import raw_u8_at as u8
+
+    @njit(inline="always")
+    def f4(b, i):
+        return np.float64(load_f4(u4(b, i)))
+
+    @njit(inline="always")
+    def f8(b, i):
+        return load_f8(u8(b, i))
+
+    @njit(inline="always")
+    def float_loop(load, b, width, a0, a1, o, skipna):
+        part = 0.0
+        skipped = 0
+        if skipna:  # two loops: the common one has no test in it
+            for i in range(a0, a1):
+                v = load(b, i * width + o)
+                if v != v:
+                    skipped += 1
+                else:
+                    part += v
+        else:
+            for i in range(a0, a1):
+                part += load(b, i * width + o)
+        return part, skipped
+
+    @njit(inline="always")
+    def float_part(b, width, a0, a1, o, c, skipna):
+        if c == 4:
+            return float_loop(f4, b, width, a0, a1, o, skipna)
+        return float_loop(f8, b, width, a0, a1, o, skipna)
+
+    @njit(inline="always")
+    def int_part(b, width, a0, a1, o, c):
+        t = 0
+        if c == 0:
+            for i in range(a0, a1):
+                t += np.int64(b[i * width + o])
+        elif c == 1:
+            for i in range(a0, a1):
+                t += np.int64(load_i2(u2(b, i * width + o)))
+        elif c == 2:
+            for i in range(a0, a1):
+                t += np.int64(load_i4(u4(b, i * width + o)))
+        else:
+            for i in range(a0, a1):
+                t += load_i8(u8(b, i * width + o))
+        return t
+
+    @njit(nogil=True, cache=True)
+    def sums(b, width, n, offs, codes, skipna, counts, fsums, isums):
+        k = offs.shape[0]
+        comp = np.zeros(k)
+        # Rows are taken a block at a time, every field of the block before the next block:
+        # the first field brings the block's rows into the L2 cache, the others read them
+        # there, and each field's loop is a tight one with its kind decided outside it.
+        step = max(64, min(_BLOCK, _CACHE // max(width, 1)))
+        for a0 in range(0, n, step):
+            a1 = min(a0 + step, n)
+            for j in range(k):
+                if codes[j] < 4:
+                    isums[j] += int_part(b, width, a0, a1, offs[j], codes[j])
+                    counts[j] += a1 - a0
+                else:
+                    part, skipped = float_part(b, width, a0, a1, offs[j], codes[j], skipna)
+                    counts[j] += a1 - a0 - skipped
+                    fsums[j], comp[j] = neumaier(fsums[j], comp[j], part)
+        for j in range(k):
+            fsums[j] = compensated(fsums[j], comp[j])
+
+    return sums

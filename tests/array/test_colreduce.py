@@ -1,0 +1,166 @@
+"""Several columns reduced together (``hdu.aggregate``): equal to astropy and to each column
+reduced alone, and each span of rows mapped once for all of them."""
+
+from __future__ import annotations
+
+import pickle
+
+import dask
+import numpy as np
+import pytest
+
+import dfits
+from dfits.array.aggregations import reduce
+from tests.tablefiles import write_table
+
+fits = pytest.importorskip("astropy.io.fits")
+
+HOWS = ["sum", "nansum", "mean", "nanmean", "count", "std", "nanvar", "min", "nanmax"]
+
+
+def _numpy(how: str, values: np.ndarray):
+    values = np.asarray(values)
+    if how == "count":
+        return np.sum(~np.isnan(values)) if values.dtype.kind == "f" else values.size
+    if how in ("sum", "nansum") and values.dtype.kind == "f":
+        # dfits accumulates in float64 (numpy's float32 sum is the less exact one)
+        return getattr(np, how)(values.astype(np.float64))
+    return getattr(np, how)(values)
+
+
+def _table(path, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal(n).astype(np.float32)
+    d = rng.standard_normal(n) * 1e3
+    if n > 5:
+        e[3] = np.nan
+        d[5] = np.nan
+    cols = [
+        fits.Column("E", "E", array=e),
+        fits.Column("S", "5A", array=["ab"] * n),
+        fits.Column("D", "D", array=d),
+        fits.Column("B", "B", array=rng.integers(0, 256, n).astype(np.uint8)),
+        fits.Column("I", "I", array=rng.integers(-(2**15), 2**15, n).astype(np.int16)),
+        fits.Column("J", "J", null=-1, array=rng.integers(-1, 50, n).astype(np.int32)),
+        fits.Column("K", "K", array=rng.integers(-(2**40), 2**40, n)),
+        fits.Column("U", "J", array=rng.integers(0, 2**32, n, dtype=np.uint32)),
+        fits.Column("CUBE", "6E", dim="(3,2)", array=rng.normal(size=(n, 2, 3))),
+        fits.Column("L", "L", array=rng.integers(0, 2, n).astype(bool)),
+    ]
+    fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(cols)]).writeto(path)
+    return path
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_aggregate_equals_astropy_and_each_column(tmp_path, how):
+    path = _table(tmp_path / "t.fits", 1000)
+    hdu = dfits.open(path)[1]
+    names = ["E", "D", "B", "I", "J", "K", "U", "CUBE"]
+    (got,) = dask.compute(hdu.aggregate(how, names, rows_per_chunk=300))
+    assert list(got) == names
+    with fits.open(path) as ref:
+        for name in names:
+            want = _numpy(how, ref[1].data[name])
+            alone = reduce(hdu.column(name, 300), how).compute()
+            assert got[name].dtype == alone.dtype, name
+            rtol = 1e-5 if got[name].dtype == np.float32 else 1e-10
+            np.testing.assert_allclose(got[name], want, rtol=rtol, err_msg=name)
+            np.testing.assert_allclose(got[name], alone, rtol=rtol, err_msg=name)
+
+
+def test_default_columns_are_the_numeric_ones(tmp_path):
+    path = _table(tmp_path / "t.fits", 50)
+    hdu = dfits.open(path)[1]
+    assert list(hdu.aggregate("max")) == ["E", "D", "B", "I", "J", "K", "U", "CUBE"]
+
+
+def test_each_span_is_mapped_once_for_all_columns(tmp_path, monkeypatch):
+    """The file's bytes are read once: one map per span, together exactly the rows."""
+    from dfits.io.local import LocalSource
+
+    path = _table(tmp_path / "t.fits", 3000)
+    hdu = dfits.open(path)[1]
+    row = hdu._table().row_bytes
+    mapped = []
+    real = LocalSource.map
+
+    def spy(self, offset, nbytes, **kw):
+        mapped.append((offset, nbytes))
+        return real(self, offset, nbytes, **kw)
+
+    monkeypatch.setattr(LocalSource, "map", spy)
+    sums = hdu.aggregate("sum", ["E", "D", "J", "CUBE", "U"], rows_per_chunk=700)
+    dask.compute(sums)
+    assert len(mapped) == 5  # spans of 700 rows: 700 x 4 + 200
+    assert sorted(mapped) == [
+        (hdu.layout.data_offset + a * row, min(700, 3000 - a) * row) for a in range(0, 3000, 700)
+    ]
+
+
+@pytest.mark.parametrize("how", ["sum", "nanmean", "max"])
+def test_scaled_columns_with_tnull(tmp_path, how):
+    """TSCAL/TZERO with TNULL (NaN after scaling) and an int8 offset column."""
+    n = 40
+    j = np.arange(n, dtype=">i4") - 7
+    j[[3, 9]] = -99
+    b = np.arange(n, dtype=np.uint8) * 5
+    data = np.zeros(n, [("X", ">i4"), ("Y", "u1")])
+    data["X"], data["Y"] = j, b
+    keys = [("TFIELDS", 2), ("TTYPE1", "X"), ("TFORM1", "J"), ("TSCAL1", 0.5),
+            ("TZERO1", 100.0), ("TNULL1", -99), ("TTYPE2", "Y"), ("TFORM2", "B"),
+            ("TZERO2", -128)]  # fmt: skip
+    path = write_table(tmp_path / "s.fits", keys, data.tobytes(), naxis1=5, naxis2=n)
+    hdu = dfits.open(path)[1]
+    (got,) = dask.compute(hdu.aggregate(how, rows_per_chunk=16))
+    with fits.open(path) as ref:
+        # astropy's values, with TNULL as NaN after scaling (dfits' documented rule)
+        x = np.where(ref[1].data.field("X") == -99 * 0.5 + 100, np.nan, ref[1].data["X"])
+        y = ref[1].data["Y"]
+    for name, values in (("X", x), ("Y", y)):
+        np.testing.assert_allclose(got[name], _numpy(how, values), rtol=1e-12, err_msg=name)
+        assert got[name].dtype == reduce(hdu.column(name), how).dtype
+
+
+def test_ascii_table_and_remote_free_paths(tmp_path):
+    """ASCII columns (parsed, not the fused kernel) reduce together too."""
+    rows = [b"  12  1.5E+00", b"  -3  2.5E-01", b"   7 -1.0E+01"]
+    path = write_table(
+        tmp_path / "a.fits",
+        [("TFIELDS", 2), ("TTYPE1", "N"), ("TFORM1", "I4"), ("TBCOL1", 1),
+         ("TTYPE2", "X"), ("TFORM2", "E9.2"), ("TBCOL2", 5)],
+        b"".join(rows), xtension="TABLE", naxis1=13, naxis2=3,
+    )  # fmt: skip
+    hdu = dfits.open(path)[1]
+    (got,) = dask.compute(hdu.aggregate("sum", rows_per_chunk=2))
+    assert got["N"] == 16
+    assert got["X"] == pytest.approx(1.5 + 0.25 - 10.0)
+
+
+def test_zero_rows_and_bad_requests(tmp_path):
+    path = _table(tmp_path / "t.fits", 0)
+    hdu = dfits.open(path)[1]
+    (got,) = dask.compute(hdu.aggregate("sum", ["E", "J"]))
+    assert got["E"] == 0
+    assert got["J"] == 0
+    assert np.isnan(dask.compute(hdu.aggregate("mean", ["D"]))[0]["D"])
+    with pytest.raises(ValueError, match="zero-size"):
+        hdu.aggregate("max", ["E"])
+    full = dfits.open(_table(tmp_path / "u.fits", 5))[1]
+    with pytest.raises(TypeError, match=r"'S'.*numbers"):
+        full.aggregate("sum", ["E", "S"])
+    with pytest.raises(ValueError, match="unknown reduction 'median'"):
+        full.aggregate("median", ["E"])
+    with pytest.raises(KeyError, match="NOPE"):
+        full.aggregate("sum", ["NOPE"])
+    assert full.aggregate("sum", []) == {}
+
+
+def test_results_pickle_and_run_in_processes(tmp_path):
+    path = _table(tmp_path / "t.fits", 500)
+    hdu = dfits.open(path)[1]
+    sums = pickle.loads(pickle.dumps(hdu.aggregate("nansum", ["E", "D", "K"], rows_per_chunk=128)))
+    (got,) = dask.compute(sums, scheduler="processes", num_workers=2)
+    with fits.open(path) as ref:
+        for name, value in got.items():
+            np.testing.assert_allclose(value, np.nansum(ref[1].data[name].astype(np.float64)),
+                                       rtol=1e-6)  # fmt: skip
