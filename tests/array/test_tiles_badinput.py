@@ -91,3 +91,18 @@ def test_non_ascii_ttype_of_zscale_is_a_header_error(tmp_path, corpus):
     assert f[1].kind == "compressed_image"
     with pytest.raises(HeaderError, match=r"nbsp\.fits.*HDU 1.*TTYPE2 card"):
         f[1].data  # noqa: B018
+
+
+def test_nocompress_tile_bytes_disagreeing_with_the_tile_shape(tmp_path):
+    # tile 1's column holds two bytes fewer than its 4 x 40 int16 values: no whole number of
+    # values (the GZIP case, a stream inflating short, is the first test above)
+    path, _, spans = _tile_file(tmp_path, "NOCOMPRESS")
+    count = spans[1][0]
+    blob = bytearray(path.read_bytes())
+    at = _descriptor(path, 1)
+    blob[at : at + 4] = np.array([count - 2], ">i4").tobytes()
+    path.write_bytes(bytes(blob))
+    hdu = dfits.open(path)[1]
+    for read in (lambda: hdu.data.compute(), lambda: hdu.section[5, 3]):
+        with pytest.raises(DataError, match=rf"HDU 1.*tile 1 .*NOCOMPRESS.*{count - 2} bytes"):
+            read()
