@@ -8,6 +8,7 @@ else the traceback or the differing values.
 
 from __future__ import annotations
 
+import re
 import traceback
 import warnings
 from collections.abc import Callable
@@ -164,6 +165,7 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
     return "\n".join(problems)
 
 
+_ODD_END = re.compile(rb"END {0,76}[^A-Z0-9_-]")
 _SCALING = (b"BSCALE  =", b"BZERO   =", b"BLANK   =")
 
 
@@ -177,7 +179,10 @@ def _last_scaling_only(path: str) -> str:
 
     Likewise ``HIERARCH BSCALE = ...`` (and BZERO, BLANK): not the reserved keyword (DESIGN,
     and astropy's fast parser), but the full parser files it as BSCALE and scales the data
-    (fuzz seed 5 case 12238). The copy makes those cards COMMENT cards too.
+    (fuzz seed 5 case 12238). And a card whose keyword is END with more after it
+    (``END     = 1000``): only ``END`` and blanks ends a header for dfits and astropy's fast
+    parser, but the full parser ends it there (fuzz seed 5 case 12235). The copy makes those
+    cards COMMENT cards too.
     """
     blob = bytearray(Path(path).read_bytes())
     changed = False
@@ -190,7 +195,7 @@ def _last_scaling_only(path: str) -> str:
         for at in range(start, min(stop, len(blob)) - 79, 80):
             if bytes(blob[at : at + 9]) in _SCALING:
                 seen.setdefault(bytes(blob[at : at + 9]), []).append(at)
-            elif _hierarch_scaling(bytes(blob[at : at + 80])):
+            elif _parser_dependent(bytes(blob[at : at + 80])):
                 blob[at : at + 8], changed = b"COMMENT ", True
         for places in seen.values():
             for at in places[:-1]:
@@ -202,7 +207,10 @@ def _last_scaling_only(path: str) -> str:
     return copy
 
 
-def _hierarch_scaling(card: bytes) -> bool:
+def _parser_dependent(card: bytes) -> bool:
+    """A card astropy reads one way or another depending on which parser reads the header."""
+    if _ODD_END.match(card) and card != b"END".ljust(80):
+        return True  # astropy's full parser: END, blanks, then a byte no keyword holds
     name = card[8:].partition(b"=")[0].strip().upper()
     return card[:8] == b"HIERARCH" and name in (b"BSCALE", b"BZERO", b"BLANK")
 

@@ -140,6 +140,17 @@ def test_hierarch_bscale_scales_nothing_in_the_oracle_either(tmp_path, odd):
     assert check_file(str(path)).kind == "ok"
 
 
+@pytest.mark.parametrize("odd", [b"", b"OBJECT  = 'M13' / \xa0"], ids=["ascii", "non-ascii"])
+def test_end_keyword_with_a_value_ends_nothing_in_the_oracle_either(tmp_path, odd):
+    # fuzz seed 5 case 12235: astropy's full parser (sent there by a non-ASCII card) ends the
+    # header at `END     = 1000`, its fast parser and dfits at the real END card
+    cards = [*fg.image_cards((3,), 16), *([odd] if odd else []), b"END     = 1000"]
+    cards += [("C" + str(i), i) for i in range(40)]
+    path = tmp_path / "end.fits"
+    path.write_bytes(fg.header(cards) + fg.pad(fg.data_for((3,), 16)))
+    assert check_file(str(path)).kind == "ok"
+
+
 @pytest.mark.slow
 def test_fuzz_campaign_through_workers(tmp_path):
     # the ./run fuzz path: worker process, hang timeout, memory cap, summary file

@@ -34,7 +34,6 @@ __all__ = [
     "CARD_SIZE",
     "COMMENTARY_KEYWORDS",
     "END_CARD",
-    "END_KEYWORD",
     "Card",
     "Value",
     "find_end",
@@ -53,9 +52,6 @@ CARD_SIZE = 80
 BLOCK_SIZE = 2880
 #: The card that ends every header.
 END_CARD = b"END" + b" " * 77
-#: Its keyword columns: a card whose keyword is END ends the header whatever its columns
-#: 9-80 hold, as in cfitsio and astropy (the layout scan warns about such bytes).
-END_KEYWORD = b"END     "
 #: Keywords whose cards carry free text, not a value; a header may hold many of each.
 COMMENTARY_KEYWORDS = frozenset({"", "COMMENT", "HISTORY"})
 
@@ -269,8 +265,10 @@ def _parse_continued(text: str, keyword: str, start: int) -> Card:
 def find_end(buf: bytes, start: int = 0, stop: int | None = None) -> int:
     """Offset in ``buf`` of the first END card on a card boundary counted from ``start``.
 
-    The END card is the first whose keyword (columns 1-8) is END, whatever follows (see
-    :data:`END_KEYWORD`). Returns -1 when there is none before ``stop``.
+    Only the standard's END card counts: END and 77 blanks. A card whose keyword is END but
+    whose columns 9-80 hold anything else (``END     = 1000``) does not end the header, as
+    in astropy's header parser for ASCII headers (fuzz seeds 6 and 7: such cards before the
+    real END). Returns -1 when there is none before ``stop``.
 
     Examples
     --------
@@ -278,10 +276,10 @@ def find_end(buf: bytes, start: int = 0, stop: int | None = None) -> int:
     80
     """
     stop = len(buf) if stop is None else stop
-    pos = buf.find(END_KEYWORD, start, stop)
+    pos = buf.find(END_CARD, start, stop)
     # A match off a card boundary is text inside some card (e.g. a COMMENT ending in END).
     while pos >= 0 and (pos - start) % CARD_SIZE:
-        pos = buf.find(END_KEYWORD, pos + 1, stop)
+        pos = buf.find(END_CARD, pos + 1, stop)
     return pos
 
 
