@@ -202,9 +202,18 @@ class TableAccess:
         readers = self._readers(columns)
         return reduce_columns(readers, how, rows_per_chunk, split_every, **options)
 
-    def to_pandas(self, columns: Sequence[str] | None = None):
-        """The table (or ``columns``) read now into a pandas DataFrame (small tables)."""
-        return to_pandas(self._readers(columns))
+    def to_pandas(self, columns: Sequence[str] | None = None, threads: int | None = None):
+        """The table (or ``columns``) read now into a pandas DataFrame.
+
+        Plain numeric columns are swapped out of the mapped rows in one pass on ``threads``
+        threads (by default dask's ``num_workers``, else the CPU count); the whole table
+        is held in memory, so for large tables prefer :meth:`to_dask_dataframe`."""
+        if threads is None:
+            import dask
+            from dask.system import CPU_COUNT
+
+            threads = dask.config.get("num_workers", None) or CPU_COUNT
+        return to_pandas(self._readers(columns), threads=threads)
 
     def to_arrow(self, columns: Sequence[str] | None = None):
         """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables)."""

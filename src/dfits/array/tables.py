@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dfits.array.columns import ColumnReader
+from dfits.array.rowdecode import decode_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,20 +85,31 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
     return values
 
 
-def to_pandas(readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None):
-    """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame."""
+def to_pandas(
+    readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None, threads: int = 1
+):
+    """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame; the
+    plain numeric columns are swapped out of the rows together on ``threads`` threads
+    (:mod:`dfits.array.rowdecode`)."""
     import pandas as pd
 
     stop = readers[0].nrows if stop is None and readers else (stop or 0)
+    native = decode_columns(readers, first, stop, threads) if stop > first else {}
     data = {}
-    for r in readers:
-        values, nulls = r.rows_and_nulls(first, stop)
+    for k, r in enumerate(readers):
+        if k in native:
+            values = native[k]
+            c = r.column
+            nulls = values == c.null if _nullable(r) and isinstance(c.null, int) else None
+        else:
+            values, nulls = r.rows_and_nulls(first, stop)
         data[r.column.name] = _series_values(r, values, nulls)
-    return pd.DataFrame(data, index=pd.RangeIndex(first, stop))
+    # copy=False: the columns are new arrays already; pandas keeps them as they are
+    return pd.DataFrame(data, index=pd.RangeIndex(first, stop), copy=False)
 
 
 def _partition(bounds: tuple[int, int], readers: Sequence[ColumnReader]) -> pd.DataFrame:
-    return to_pandas(readers, *bounds)
+    return to_pandas(readers, *bounds)  # one thread: dask runs partitions side by side
 
 
 def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int | None = None):

@@ -23,6 +23,7 @@ __all__ = [
     "load_i4",
     "load_i8",
     "load_u1",
+    "put_at",
     "raw_u2_at",
     "raw_u4_at",
     "raw_u8_at",
@@ -128,3 +129,24 @@ def _make_unaligned(utype: types.Integer, name: str):
 raw_u2_at = _make_unaligned(types.uint16, "raw_u2_at")
 raw_u4_at = _make_unaligned(types.uint32, "raw_u4_at")
 raw_u8_at = _make_unaligned(types.uint64, "raw_u8_at")
+
+
+@intrinsic
+def put_at(typingctx, buf, i, value):
+    """Store the integer ``value`` at ``buf[i]`` (a C-contiguous ``uint8`` array) as its bytes
+    lie in a register (native order), with one unaligned store. No bounds check: the caller
+    guarantees ``i + size <= buf.size``."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8):
+        return None
+    if not (isinstance(i, types.Integer) and isinstance(value, types.Integer)):
+        return None
+    sig = types.void(buf, i, value)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        ptr = builder.bitcast(ptr, context.get_value_type(signature.args[2]).as_pointer())
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
