@@ -121,7 +121,7 @@ def test_scaled_columns_with_tnull(tmp_path, how):
         assert got[name].dtype == reduce(hdu.column(name), how).dtype
 
 
-def test_ascii_table_and_remote_free_paths(tmp_path):
+def test_ascii_table_columns_reduce_together(tmp_path):
     """ASCII columns (parsed, not the fused kernel) reduce together too."""
     rows = [b"  12  1.5E+00", b"  -3  2.5E-01", b"   7 -1.0E+01"]
     path = write_table(
@@ -164,3 +164,23 @@ def test_results_pickle_and_run_in_processes(tmp_path):
         for name, value in got.items():
             np.testing.assert_allclose(value, np.nansum(ref[1].data[name].astype(np.float64)),
                                        rtol=1e-6)  # fmt: skip
+
+
+def test_remote_table_reduces_from_one_request_per_span(tmp_path):
+    """Over HTTP each span's rows come in one ranged request; the sums equal the local ones."""
+    from tests.servers import Nginx
+
+    if not Nginx.available():
+        pytest.skip("nginx is not installed (./run test installs it where apt-get works)")
+    root = tmp_path / "served"
+    root.mkdir()
+    _table(root / "t.fits", 900)
+    local = dfits.open(root / "t.fits")[1]
+    (want,) = dask.compute(local.aggregate("nansum", ["E", "D", "K"], rows_per_chunk=300))
+    with Nginx(root, tmp_path / "nginx") as http:
+        hdu = dfits.open(f"{http.url}/t.fits")[1]
+        before = len(http.gets("t.fits"))
+        (got,) = dask.compute(hdu.aggregate("nansum", ["E", "D", "K"], rows_per_chunk=300))
+        requests = http.gets("t.fits")[before:]
+    assert got == want
+    assert len([r for r in requests if r.status == 206]) == 3, requests

@@ -50,9 +50,6 @@ __all__ = ["BLOCK_BYTES", "RowsReader", "reduce_columns"]
 #: of microseconds each) stays small against the block's memory traffic.
 BLOCK_BYTES = 8 << 20
 
-#: A memory page: rows no wider than this put a field on every page of their span.
-_PAGE = 4096
-
 
 @dataclass(frozen=True)
 class RowsReader:
@@ -80,11 +77,11 @@ class RowsReader:
             return np.zeros((n, self.row_bytes), np.uint8)
         if not self.source.mappable:
             self.source.verify()  # remote: the span's whole rows, one ranged request
-        # Rows no wider than a page have a field on every page of the span: fault them all
-        # in with one call instead of one fault per page as the columns first touch them.
-        populate = self.row_bytes <= _PAGE
+        # Not pre-faulted (MAP_POPULATE), although every page of narrow rows is read:
+        # measured on 1 GiB of 160-byte rows with 2 threads, populating each 128 MiB span
+        # took 0.29 s (median of 9) against 0.23 s faulting pages in as the kernel reads.
         buf = self.source.map(self.offset + first * self.row_bytes, n * self.row_bytes,
-                              populate=populate)  # fmt: skip
+                              populate=False)  # fmt: skip
         return buf.reshape(n, self.row_bytes)
 
 
