@@ -19,6 +19,7 @@ from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
 from dfits.array.tiles import TileSection, align_chunks, tile_reader
 from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedError, where
+from dfits.format.compressed import image_header_of
 from dfits.format.geometry import check_shape
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
@@ -67,7 +68,7 @@ class HDU(TableAccess):
     def header(self):
         """The :class:`dfits.Header` of this HDU (a compressed image's: the image header
         rebuilt from its Z keywords, as astropy's ``CompImageHDU.header``)."""
-        image = self.layout.image_header
+        image = image_header_of(self.layout)
         return self.layout.header if image is None else image
 
     @property

@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterator
 
 import dfits
+from dfits.format.compressed import image_header_of
 from dfits.format.layout import scan
 from tests.fuzz.check import Outcome, read_with_dfits, walk_header
 
@@ -43,8 +44,8 @@ def parse_layout(data: bytes) -> None:
             return
         for hdu in layout.hdus:
             walk_header(hdu.header)
-            if hdu.image_header is not None:
-                walk_header(hdu.image_header)
+            if image_header_of(hdu) is not None:
+                walk_header(image_header_of(hdu))
 
 
 def open_and_read(data: bytes, path: str) -> None:

@@ -19,22 +19,43 @@ from dfits.format.scaling import scaling_values
 from dfits.format.tiles import TileLayout, parse_tiles
 from dfits.format.zheader import image_header
 
-__all__ = ["describe_compressed"]
+__all__ = ["describe_compressed", "image_header_of"]
+
+# the table's cards that the image header's scaling is rebuilt from (with a ZBLANK column)
+_SCALING = ("BSCALE", "BZERO", "BLANK", "ZBLANK")
 
 
 def describe_compressed(
     header: Any, where: str, notes: list[str]
-) -> tuple[TileLayout, Header, tuple[int, ...], DecodeSpec]:
+) -> tuple[TileLayout, Header | None, tuple[int, ...], DecodeSpec]:
     """``(tiles, image header, shape, decode spec)`` of a compressed image's table header.
 
-    Recoverable oddities (a defaulted BLANK, BLANK on float data) are appended to ``notes``.
+    The image header is None when no card of the table sets the image's scaling: it is then
+    built on first use by :func:`image_header_of`. Recoverable oddities (a defaulted BLANK,
+    BLANK on float data) are appended to ``notes``.
     """
     tiles = parse_tiles(header, where)
-    image, messages = image_header(header)
-    notes += [f"{where}: {m}" for m in messages]
-    scaling = scaling_values(image, where, notes)
+    image: Header | None = None
+    scaling: tuple[object, ...] = (None, None, None)
+    if any(key in header for key in _SCALING) or tiles.column("ZBLANK") is not None:
+        image, messages = image_header(header)
+        notes += [f"{where}: {m}" for m in messages]
+        scaling = scaling_values(image, where, notes)
+    # else no card the image's BSCALE/BZERO/BLANK (or a note) could come from: rebuilding
+    # the image header is most of a compressed HDU's open, so it waits for image_header_of
     # Quantised floats come out of the dequantiser as floats: only the image's own
     # scaling applies after it, as astropy does.
     spec, messages = parse_decode_spec(tiles.zbitpix, *scaling, where=where, byteorder="=")
     notes += messages
     return tiles, image, tiles.shape, spec
+
+
+def image_header_of(layout: Any) -> Header | None:
+    """The image header of a compressed image's HDU layout (None for any other HDU, or a
+    compressed image whose Z keywords are unusable): the one built at open, or built now
+    from the table header and kept on the layout."""
+    if layout.image_header is None and getattr(layout, "tiles", None) is not None:
+        image, _ = image_header(layout.header)  # no notes: those come with scaling cards
+        # frozen: set once, and every call would build the same header from the same cards
+        object.__setattr__(layout, "image_header", image)
+    return layout.image_header

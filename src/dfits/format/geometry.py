@@ -54,7 +54,9 @@ class HDULayout:
     tiles : TileLayout or None
         For compressed images: the tiles, their codec and the table's columns.
     image_header : Header or None
-        For compressed images: the image's header, rebuilt from the Z keywords.
+        For compressed images: the image's header, rebuilt from the Z keywords (at open when
+        the table has scaling cards, else on first use: read it through
+        :func:`dfits.format.compressed.image_header_of`).
     """
 
     index: int
