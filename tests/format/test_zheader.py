@@ -120,3 +120,19 @@ def test_repeated_bzero_reaches_the_image_last_applies_as_astropy(tmp_path):
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(want, values.astype(np.float32) - 32768 + 100)
+
+
+def test_repeated_scaling_cards_after_a_long_string(tmp_path):
+    # fuzz seed 8 case 9463: CONTINUE cards before the BZERO cards made their 80-byte
+    # positions differ from their card numbers; the image header asked for a card past the
+    # end (IndexError) or would have copied the wrong one
+    long = format_card("OBJECT", "x" * 60 + "&") + b"CONTINUE  'y'".ljust(80)
+    table = Header(
+        b"".join(format_card(*c) for c in [("XTENSION", "BINTABLE"), ("BITPIX", 8)])
+        + long
+        + _table(("BZERO", 5), ("BZERO", 7)).tostring()[160:]
+    )
+    got, _ = image_header(table)
+    assert got.count("BZERO") == 2
+    assert (got["BZERO", 0], got["BZERO", 1]) == (5, 7)
+    assert got["OBJECT"] == "x" * 60 + "y"

@@ -99,9 +99,12 @@ def image_header(table: Header) -> tuple[Header, list[str]]:
     for key in ("BSCALE", "BZERO"):
         # every card, so that repeated ones reach the image header and its scaling rule
         # (the last applies, with a warning) instead of the first one silently
-        every = [table.locate(key, i) for i in range(table.count(key))]
-        if every and table[key, len(every) - 1]:
-            tail += [key.ljust(8).encode("ascii") + table.card_bytes(at)[8:] for at in every]
+        # (counted in logical cards: a long string's CONTINUE cards before them shift the
+        # 80-byte positions, fuzz seed 8 case 9463)
+        count = table.count(key)
+        if count and table[key, count - 1]:
+            images = (table.card(key, i).image[8:] for i in range(count))
+            tail += [key.ljust(8).encode("ascii") + image.encode("latin-1") for image in images]
     tail += [_renamed(table, z, key) for z, key in _TAIL if z in table]
     tail += _blank(table, notes)
     raw = b"".join(head + body[:at] + tail + body[at:]) + b" " * CARD_SIZE * blanks + END_CARD
