@@ -90,6 +90,11 @@ def test_tbcol_overlap_and_past_the_row():
         ascii=True,
     )
     check_error([*base, ("TBCOL1", 1)], 20, r"TBCOL2 = None", ascii=True)
+    # the same span twice (fuzz seed 10 case 4262: a TypeError sorting the columns)
+    same = [("TFIELDS", 2), ("TTYPE1", "A"), ("TFORM1", "I5"), ("TTYPE2", "B"), ("TFORM2", "I5")]
+    check_error(
+        [*same, ("TBCOL1", 1), ("TBCOL2", 1)], 20, r"TBCOL2 = 1 overlaps column 1", ascii=True
+    )
 
 
 def test_theap_before_rows_or_past_pcount():

@@ -302,7 +302,9 @@ def _null(value: object, code: str, ascii: bool) -> int | str | None:
 
 
 def _check_ascii_fields(columns: list[Column], row_bytes: int, where: str) -> None:
-    spans = sorted((c.offset, c.offset + c.width, c) for c in columns)
+    # sorted by the byte span alone: two columns with the same span (fuzz seed 10 case
+    # 4262) would otherwise compare the Column records themselves (a TypeError)
+    spans = sorted(((c.offset, c.offset + c.width, c) for c in columns), key=lambda s: s[:2])
     for start, stop, c in spans:
         if stop > row_bytes:
             raise HeaderError(
