@@ -49,12 +49,14 @@ def decode_fields(
 
 @functools.cache
 def _kernel():
-    """Compiled on first use (never at import), cached on disk."""
-    from numba import njit
+    """Compiled (or loaded from dfits' on-disk cache, :mod:`dfits.kernels._cache`) on first
+    use, never at import."""
 
+    from dfits.kernels._cache import entry
+    from dfits.kernels._compile import inline
     from dfits.kernels._swap import put_at, raw_u2_at, raw_u4_at, raw_u8_at, swap_bits
 
-    @njit(nogil=True, cache=True)
+    @inline
     def decode(b, width, n, offs, sizes, masks, outs):
         step = max(16, _CACHE // max(width, 1))
         for a0 in range(0, n, step):
@@ -78,4 +80,4 @@ def _kernel():
                     for i in range(a0, a1):
                         put_at(out, 8 * i, np.uint64(swap_bits(raw_u8_at(b, i * width + o)) ^ m8))
 
-    return decode
+    return entry(decode, "fielddecode")

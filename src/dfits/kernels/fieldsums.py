@@ -60,24 +60,25 @@ def field_sums(
 
 @functools.cache
 def _kernel():
-    """Compiled on first use (never at import), cached on disk."""
-    from numba import njit
+    """Compiled (or loaded from dfits' on-disk cache, :mod:`dfits.kernels._cache`) on first
+    use, never at import."""
 
-    from dfits.kernels._compile import compensated, neumaier
+    from dfits.kernels._cache import entry
+    from dfits.kernels._compile import compensated, inline, neumaier
     from dfits.kernels._swap import load_f4, load_f8, load_i2, load_i4, load_i8
     from dfits.kernels._swap import raw_u2_at as u2
     from dfits.kernels._swap import raw_u4_at as u4
     from dfits.kernels._swap import raw_u8_at as u8
 
-    @njit(inline="always")
+    @inline
     def f4(b, i):
         return np.float64(load_f4(u4(b, i)))
 
-    @njit(inline="always")
+    @inline
     def f8(b, i):
         return load_f8(u8(b, i))
 
-    @njit(inline="always")
+    @inline
     def float_loop(load, b, width, a0, a1, o, skipna):
         part = 0.0
         skipped = 0
@@ -93,13 +94,13 @@ def _kernel():
                 part += load(b, i * width + o)
         return part, skipped
 
-    @njit(inline="always")
+    @inline
     def float_part(b, width, a0, a1, o, c, skipna):
         if c == 4:
             return float_loop(f4, b, width, a0, a1, o, skipna)
         return float_loop(f8, b, width, a0, a1, o, skipna)
 
-    @njit(inline="always")
+    @inline
     def int_part(b, width, a0, a1, o, c):
         t = 0
         if c == 0:
@@ -116,7 +117,7 @@ def _kernel():
                 t += load_i8(u8(b, i * width + o))
         return t
 
-    @njit(nogil=True, cache=True)
+    @inline
     def sums(b, width, n, offs, codes, skipna, counts, fsums, isums):
         k = offs.shape[0]
         comp = np.zeros(k)
@@ -137,4 +138,4 @@ def _kernel():
         for j in range(k):
             fsums[j] = compensated(fsums[j], comp[j])
 
-    return sums
+    return entry(sums, "fieldsums")
