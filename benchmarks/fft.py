@@ -69,7 +69,13 @@ def _limit(values, passes: int) -> None:
 
 
 def _peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child would report its
+    # parent's resident pages at fork as part of its own peak
+    try:
+        with open("/proc/self/status") as fh:
+            return int(next(x for x in fh if x.startswith("VmHWM:")).split()[1]) * 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _inmem(method: str, args: argparse.Namespace) -> float:

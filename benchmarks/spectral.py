@@ -32,7 +32,7 @@ every run so it is in the page cache. Before the timed rounds one untimed dfits 
 case fills Numba's on-disk kernel cache (the cold-start issue's "cache warm" state). Every run
 is a fresh ``python`` process that imports its tools (untimed), then times the case twice:
 ``first`` (a fresh process) and ``again`` (warm, same process); ``--once`` skips ``again``.
-Peak RSS is the process's ``ru_maxrss``, set against the issue's bound for dfits, 2 × chunk ×
+Peak RSS is the process's own ``VmHWM``, set against the issue's bound for dfits, 2 × chunk ×
 threads + 200 MB. Rounds are interleaved across tools; tables give medians. Each tool's maps
 are checked against spectral-cube's eager ones where both are finite: rtol 1e-4, or 1e-6 of
 the map's largest value where moment-0 crosses zero in the noise (after convolution the
@@ -60,7 +60,7 @@ BEAM = (("BMAJ", 4.0e-4), ("BMIN", 3.0e-4), ("BPA", 30.0))
 TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask")
 
 WORKER = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
 tool, case, path, out, once, nconv = sys.argv[1:7]
 import astropy.units as u
@@ -112,7 +112,10 @@ if once != "1":
     run()
 t2 = time.perf_counter()
 np.save(out, np.stack(first))
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it would include the
+# benchmark parent's resident pages at fork
+with open("/proc/self/status") as fh:
+    rss = int(next(x for x in fh if x.startswith("VmHWM:")).split()[1]) / 1024
 again = None if once == "1" else t2 - t1
 print(json.dumps({"first": t1 - t0, "again": again, "rss_mib": rss}))
 """
