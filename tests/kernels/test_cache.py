@@ -1,13 +1,16 @@
 """The on-disk kernel cache (``dfits.kernels._cache``), exercised in fresh processes.
 
-Each test points ``NUMBA_CACHE_DIR`` at its own empty directory and only lets Numba use that
-location, so nothing is read from or written to a shared cache.
+Each test points ``NUMBA_CACHE_DIR`` at its own directory and only lets Numba use that
+location, so nothing is read from or written to a shared cache. The tests that start from a
+filled cache get a copy of one that a fresh process filled once per module (:func:`filled`):
+filling it compiles for seconds, and the copy is what another process would have left.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +22,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: Runs a few kernels of one encoding, with two signatures of one variant (float64 and
-#: float32 sums) in the order given, and prints the results and the warnings as JSON.
+#: float32 sums) in the order given, and prints the results and the warnings as JSON. The sums
+#: run over the last axis: a row kernel compiles in a third of a column kernel's time, and
+#: these tests compile it into empty or spoilt caches a dozen times.
 SCRIPT = r"""
 import json, sys, time, warnings
 import numpy as np
@@ -38,7 +43,7 @@ with warnings.catch_warnings(record=True) as caught:
     out = {"decode": kernels.decode(u, spec).tolist()}
     dtypes = [np.float64, np.float32] if order == "a" else [np.float32, np.float64]
     for dt in dtypes:
-        s, n = kernels.sum_count(u, spec, 0, skipna=True, dtype=dt)
+        s, n = kernels.sum_count(u, spec, 2, skipna=True, dtype=dt)
         out[f"sum_{np.dtype(dt).name}"] = s.tolist()
     out["n"] = n.tolist()
 out["warnings"] = [str(w.message) for w in caught]
@@ -82,25 +87,39 @@ def _check(res: dict) -> None:
     want = raw.astype(np.float32) * np.float32(0.5) + np.float32(3.0)
     want[raw == -5] = np.nan
     np.testing.assert_array_equal(np.array(res["decode"], np.float32), want)
-    exact = np.nansum(raw.astype(np.float64) * 0.5 + 3.0 + np.where(raw == -5, np.nan, 0), 0)
+    exact = np.nansum(raw.astype(np.float64) * 0.5 + 3.0 + np.where(raw == -5, np.nan, 0), 2)
     np.testing.assert_array_equal(res["sum_float64"], exact)
     np.testing.assert_array_equal(res["sum_float32"], exact.astype(np.float32))
-    np.testing.assert_array_equal(res["n"], (raw != -5).sum(0))
+    np.testing.assert_array_equal(res["n"], (raw != -5).sum(2))
 
 
 def _files(cache: Path) -> dict[str, float]:
     return {str(p.relative_to(cache)): p.stat().st_mtime_ns for p in cache.rglob("*.nb*")}
 
 
-def test_a_second_process_loads_what_the_first_compiled(tmp_path):
-    first = _run(tmp_path)
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> tuple[Path, dict]:
+    """A cache that one fresh process filled from empty, and what that process printed."""
+    cache = tmp_path_factory.mktemp("filled")
+    first = _run(cache)
     _check(first)
     assert not first["warnings"]
-    made = _files(tmp_path)
-    assert any(name.endswith(".nbi") for name in made)
-    second = _run(tmp_path)
-    assert second == first
-    assert _files(tmp_path) == made  # loaded: nothing compiled, nothing written again
+    assert any(name.endswith(".nbi") for name in _files(cache))
+    return cache, first
+
+
+@pytest.fixture
+def cache(filled, tmp_path) -> Path:
+    """A private copy of :func:`filled`'s cache (file times kept), for one test to spoil."""
+    return Path(shutil.copytree(filled[0], tmp_path / "cache"))
+
+
+def test_a_second_process_loads_what_the_first_compiled(filled, cache):
+    made = _files(cache)
+    assert made == _files(filled[0])
+    second = _run(cache)
+    assert second == filled[1]
+    assert _files(cache) == made  # loaded: nothing compiled, nothing written again
 
 
 def test_concurrent_processes_fill_one_cache(tmp_path):
@@ -125,35 +144,32 @@ def test_unwritable_cache_location_compiles_in_memory_silently(tmp_path):
     assert not res["warnings"]
 
 
-def test_truncated_data_file_recompiles_and_warns_once(tmp_path):
-    _check(_run(tmp_path))
-    data = sorted(tmp_path.rglob("*.nbc"))
+def test_truncated_data_file_recompiles_and_warns_once(cache):
+    data = sorted(cache.rglob("*.nbc"))
     assert data
     for path in data:
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    res = _run(tmp_path)
+    res = _run(cache)
     _check(res)
     assert len(res["warnings"]) == 1
     assert "could not be loaded" in res["warnings"][0]
-    again = _run(tmp_path)  # the entries were replaced by good ones
+    again = _run(cache)  # the entries were replaced by good ones
     _check(again)
     assert not again["warnings"]
 
 
-def test_deleted_index_recompiles_silently(tmp_path):
-    _check(_run(tmp_path))
-    for path in tmp_path.rglob("*.nbi"):
+def test_deleted_index_recompiles_silently(cache):
+    for path in cache.rglob("*.nbi"):
         path.unlink()
-    res = _run(tmp_path)
+    res = _run(cache)
     _check(res)
     assert not res["warnings"]
 
 
-def test_garbage_index_recompiles_and_warns_once(tmp_path):
-    _check(_run(tmp_path))
-    for path in tmp_path.rglob("*.nbi"):
+def test_garbage_index_recompiles_and_warns_once(cache):
+    for path in cache.rglob("*.nbi"):
         path.write_bytes(b"\x80\x04not a pickle")
-    res = _run(tmp_path)
+    res = _run(cache)
     _check(res)
     assert len(res["warnings"]) == 1
 
@@ -302,20 +318,19 @@ tempfile.TemporaryFile = _refuse
 """
 
 
-def test_read_only_cache_compiles_in_memory_silently(tmp_path):
+def test_read_only_cache_compiles_in_memory_silently(cache):
     """A filled cache that this process may not write (an installed image run by another
     user): Numba will not use it, so kernels compile in memory, with correct results, no
     warning and nothing written."""
-    _check(_run(tmp_path))
-    made = _files(tmp_path)
-    modes = {p: p.stat().st_mode for p in [tmp_path, *tmp_path.rglob("*")]}
+    made = _files(cache)
+    modes = {p: p.stat().st_mode for p in [cache, *cache.rglob("*")]}
     for path in modes:
         path.chmod(0o555 if path.is_dir() else 0o444)
     try:
         code = READ_ONLY + SCRIPT
-        argv = [sys.executable, "-c", code, str(time.time()), "a", str(tmp_path)]
+        argv = [sys.executable, "-c", code, str(time.time()), "a", str(cache)]
         proc = subprocess.Popen(
-            argv, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            argv, env=_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         res = _result(proc)
     finally:
@@ -323,4 +338,4 @@ def test_read_only_cache_compiles_in_memory_silently(tmp_path):
             path.chmod(mode)
     _check(res)
     assert not res["warnings"]
-    assert _files(tmp_path) == made
+    assert _files(cache) == made
