@@ -3,6 +3,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from tests import profiles  # noqa: F401  (registers the profiles)
+
+#: a quarter of each property's examples unless ``--hypothesis-profile thorough`` (which the
+#: Hypothesis plugin loads after this file) asks for every one: see tests/profiles.py
+settings.load_profile("ci")
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from dfits.array import AGGREGATIONS, reduce
 from tests.array.helpers import float32_cube, replan
+from tests.profiles import examples
 
 ORACLES = {
     "sum": np.sum,
@@ -52,7 +53,9 @@ def _check(got, want, dtype):
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     how=st.sampled_from(sorted(ORACLES)),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dfits.array import reduce
 from tests.array.helpers import replan, write_image
+from tests.profiles import examples
 
 HOWS = ("argmax", "argmin", "nanargmax", "nanargmin")
 
@@ -42,7 +43,9 @@ def _table(how, x, axis):
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     how=st.sampled_from(HOWS),

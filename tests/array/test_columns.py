@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import dfits
 from dfits.array.stored import StoredChunk
 from dfits.errors import DataError
+from tests.profiles import examples
 from tests.tablefiles import write_table
 
 fits = pytest.importorskip("astropy.io.fits")
@@ -45,7 +46,9 @@ def _column_values(kind: str, n: int, repeat: int, seed: int) -> np.ndarray:
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     kinds=st.lists(st.sampled_from(sorted(_KINDS)), min_size=1, max_size=5),

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.compat_ops import CASE_NAMES, assert_same, compute, write_cases
+from tests.profiles import examples
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _run(x: Any, steps: list[Step], final: Step, t: float) -> tuple[Any, Excepti
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     name=st.sampled_from(CASE_NAMES),
     steps=st.lists(st.sampled_from(STEPS), min_size=1, max_size=4),

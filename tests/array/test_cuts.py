@@ -16,6 +16,7 @@ from dfits.array.cuts import Cut, CutValues
 from dfits.array.stored import StoredChunk
 from dfits.array.thresholds import comparison_band
 from tests.array.helpers import encoded_case, replan, stored_sample
+from tests.profiles import examples
 
 CASES = {
     "f32-nan-inf": (-32, None, None, None),
@@ -411,7 +412,9 @@ def test_comparison_band_declines(physical, t):
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     c0=st.integers(1, 9),

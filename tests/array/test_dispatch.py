@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.array.helpers import astropy_data, block_array, float32_cube, replan, write_image
+from tests.profiles import examples
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -240,7 +241,9 @@ def test_astype_values_and_narrowing_casts(case):
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(15),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     # at least ~100 values per chunk: per-task overhead (~1 ms) dominates smaller ones

@@ -15,6 +15,7 @@ from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
 from tests.array.helpers import encoded_case, replan, stored_sample
+from tests.profiles import examples
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -159,7 +160,9 @@ def test_xarray_skipna_sum_and_count_are_fused(case, request, name, lazy, oracle
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     c0=st.integers(1, 9),

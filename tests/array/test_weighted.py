@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from dfits.array.weighted import weighted_sums
 from tests.array.helpers import astropy_data, block_array, write_image
+from tests.profiles import examples
 
 CASES = {
     "f32-nan": (-32, None, None, None),
@@ -84,7 +85,9 @@ def test_graph_tasks_stay_small(cube):
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_any_chunking(cube, data):
