@@ -66,3 +66,21 @@ def spec(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def encoding_matrix(cases, sample, everywhere=(), ids=str) -> list:
+    """``(encoding, *case)`` params for ``parametrize(..., indirect=["spec"])``.
+
+    The default run takes each case in ``everywhere`` on every encoding (what depends on the
+    encoding: its loader, its type's identities) and each case in ``sample`` on the SAMPLE
+    encodings (what depends on the loop: axes, layouts, output types); ``-m slow`` runs the
+    rest of ``ENCODINGS × cases``. A case is a tuple of the other arguments' values.
+    """
+    params = []
+    for enc in ENCODINGS:
+        for case in cases:
+            default = case in everywhere or (enc[0] in SAMPLE and case in sample)
+            marks = () if default else pytest.mark.slow
+            name = "-".join([enc[0], *(ids(v) for v in case)])
+            params.append(pytest.param(enc, *case, id=name, marks=marks))
+    return params

@@ -23,15 +23,37 @@ from tests.kernels.checks import (
     sampled,
     sum_tolerance,
 )
-from tests.kernels.conftest import ENCODINGS, make_stored, sampled_encodings
+from tests.kernels.conftest import ENCODINGS, encoding_matrix, make_stored, sampled_encodings
 
 AXES = [None, 0, 1, 2, -1, (0, 1), (1, 2), (0, 2), (0, 1, 2)]
-#: the default sample of reduced axes: all, leading columns, inner columns, rows, non-adjacent
-CORE_AXES = sampled(AXES, [None, 0, 1, -1, (0, 2)])
 #: the band kernels' default sample: all axes, columns, rows, non-adjacent axes
 BAND_AXES = sampled(AXES, [None, 0, -1, (0, 2)])
 LAYOUTS = ["contiguous", "strided", "reversed", "readonly", "cutout"]
 BAND_LAYOUTS = sampled(LAYOUTS, ["contiguous", "cutout"])
+#: the default sample of reduced axes: all, leading columns, inner columns, rows, non-adjacent
+CORE = [None, 0, 1, -1, (0, 2)]
+#: the row kernels (all axes, the last one) of contiguous data: every encoding runs them in
+#: the default run, through the loaders it shares with the column kernels; the column kernels,
+#: strided layouts and narrow outputs compile per encoding for seconds each, so the default
+#: run takes those on SAMPLE, and the array suite's compat tests run them on six other files
+ROWS = {(None, "contiguous"), (-1, "contiguous")}
+
+#: the column cases of the extrema identity test
+ID_AXES = [(0,), (1,), ((0, 1),)]
+#: (shape, axis) of the wide-column extrema test
+WIDE = [((2, 7, 8200), 1), ((7, 3, 2734), 0)]
+#: shapes of the empty and single-value test
+TINY = [((0,),), ((0, 3),), ((1,),), ((1, 1, 1),)]
+#: rows of the many-rows column sums
+NB = [(3,), (4,), (258,), (601,)]
+#: shapes of the many-rows column moments
+MANY = [((2, 3, 37),), ((2, 4, 37),), ((2, 258, 37),), ((1, 601, 37),), ((1, 70, 2053),)]
+#: axes of the weighted sums
+W = [(0,), (1,), (-1,)]
+
+
+def _pairs(axes, layouts):
+    return [(axis, layout) for axis in axes for layout in layouts]
 
 
 def uview(stored):
@@ -61,9 +83,14 @@ def test_decode_matches_oracle(spec, rng, layout):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("axis", CORE_AXES)
 @pytest.mark.parametrize(
-    "layout", sampled(["contiguous", "strided", "reversed", "cutout"], ["contiguous", "cutout"])
+    ("spec", "axis", "layout"),
+    encoding_matrix(
+        _pairs(AXES, ["contiguous", "strided", "reversed", "cutout"]),
+        _pairs(CORE, ["contiguous", "cutout"]),
+        ROWS,
+    ),
+    indirect=["spec"],
 )
 def test_sums_and_moments_match_oracle(spec, rng, axis, layout):
     raw = views(make_stored(spec, (5, 7, 9), rng))[layout]
@@ -103,8 +130,11 @@ def test_decode_rows_reads_rows_where_the_geometry_says(spec, rng):
             kernels.decode_rows(base, bad, spec)
 
 
-@pytest.mark.parametrize("axis", CORE_AXES)
-@pytest.mark.parametrize("layout", sampled(["contiguous", "strided"], ["strided"]))
+@pytest.mark.parametrize(
+    ("spec", "axis", "layout"),
+    encoding_matrix(_pairs(AXES, ["contiguous", "strided"]), _pairs(CORE, ["strided"])),
+    indirect=["spec"],
+)
 def test_sums_stored_narrow_are_the_float64_sums_rounded(spec, rng, axis, layout):
     # ``dtype=`` changes only where the float64 accumulator is rounded: once, on store
     u = uview(views(make_stored(spec, (5, 7, 9), rng))[layout])
@@ -124,7 +154,12 @@ def test_sums_refuse_a_non_float_dtype(spec):
             kernels.sum_count(u, spec, dtype=dtype)
 
 
-@pytest.mark.parametrize("axis", CORE_AXES)
+@pytest.mark.parametrize(
+    ("spec", "axis"),
+    # columns (axis 0) too: test_extrema_of_columns_at_the_identity compiles them anyway
+    encoding_matrix([(a,) for a in AXES], [(a,) for a in CORE], [(None,), (-1,), (0,)]),
+    indirect=["spec"],
+)
 def test_extrema_match_oracle(spec, rng, axis):
     raw = make_stored(spec, (5, 7, 9), rng)
     u = uview(raw)
@@ -149,15 +184,23 @@ def _flat(phys, axis):
     return moved.reshape(*moved.shape[: phys.ndim - len(axes)], -1)
 
 
-@pytest.mark.parametrize("axis", CORE_AXES)
-@pytest.mark.parametrize("layout", ["strided", "cutout"])
+@pytest.mark.parametrize(
+    ("spec", "axis", "layout"),
+    encoding_matrix(_pairs(AXES, ["strided", "cutout"]), _pairs(CORE, ["strided", "cutout"])),
+    indirect=["spec"],
+)
 def test_extrema_indices_on_views(spec, rng, axis, layout):
     # views that split into parts: indices are flat over the reduced axes, in C order,
     # of the first extreme valid value and of the first missing one
     _check_extrema(views(make_stored(spec, (5, 7, 9), rng))[layout], spec, axis)
 
 
-@pytest.mark.parametrize("axis", [0, 1, (0, 1)], ids=str)
+@pytest.mark.parametrize(
+    ("spec", "axis"),
+    # the identities are the encoding's physical type's: the leading columns on every one
+    encoding_matrix(ID_AXES, ID_AXES, [(0,)]),
+    indirect=["spec"],
+)
 def test_extrema_of_columns_at_the_identity(spec, rng, axis):
     # the column kernel starts from the comparison's identity (±inf, an integer type's
     # end): columns whose valid values all equal it, or that have none, still get numpy's
@@ -183,7 +226,11 @@ def test_extrema_of_columns_at_the_identity(spec, rng, axis):
         _check_extrema(case, spec, axis, (want_max,))
 
 
-@pytest.mark.parametrize(("shape", "axis"), [((2, 7, 8200), 1), ((7, 3, 2734), 0)], ids=str)
+@pytest.mark.parametrize(
+    ("spec", "shape", "axis"),
+    encoding_matrix(WIDE, WIDE),
+    indirect=["spec"],
+)
 def test_extrema_of_wide_columns(spec, rng, shape, axis):
     # the column kernel goes through more than one tile of columns (the last one partial),
     # four rows per pass and then the rest; ties across rows keep the first index
@@ -227,7 +274,11 @@ def test_integer_sum_is_exact(spec, rng):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("shape", [(0,), (0, 3), (1,), (1, 1, 1)])
+@pytest.mark.parametrize(
+    ("spec", "shape"),
+    encoding_matrix(TINY, TINY),
+    indirect=["spec"],
+)
 def test_empty_and_single_element(spec, rng, shape):
     raw = make_stored(spec, shape, rng, missing=False)
     u = uview(raw)
@@ -309,7 +360,7 @@ def test_sum_accuracy_1e8():
     _check_accuracy(10**8)
 
 
-@pytest.mark.parametrize("nb", [3, 4, 258, 601])
+@pytest.mark.parametrize(("spec", "nb"), encoding_matrix(NB, NB), indirect=["spec"])
 def test_column_sums_over_many_rows(spec, rng, nb):
     # moment maps: the middle axis reduced in tiles of 4 rows, blocks of 256 compensated
     raw = make_stored(spec, (2, nb, 37), rng)
@@ -323,7 +374,12 @@ def test_column_sums_over_many_rows(spec, rng, nb):
 
 @pytest.mark.filterwarnings("ignore:(Mean of empty|Degrees of freedom):RuntimeWarning")
 @pytest.mark.parametrize(
-    "shape", [(2, 3, 37), (2, 4, 37), (2, 258, 37), (1, 601, 37), (1, 70, 2053)]
+    ("spec", "shape"),
+    encoding_matrix(
+        MANY,
+        MANY,
+    ),
+    indirect=["spec"],
 )
 def test_column_moments_over_many_rows(spec, rng, shape):
     # variance maps: passes of four rows plus a remainder, blocks of 64 rows merged with
@@ -368,7 +424,7 @@ def _check_weighted(raw, spec, axis, rng):
             assert_within(got[p], want[p], tol, f"sums of I·w**{p}")
 
 
-@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize(("spec", "axis"), encoding_matrix(W, W), indirect=["spec"])
 def test_weighted_sums_match_oracle(spec, rng, axis):
     # read-only: what chunk maps are
     _check_weighted(views(make_stored(spec, (5, 7, 9), rng))["readonly"], spec, axis, rng)
