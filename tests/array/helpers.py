@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from astropy.io import fits
 
 from dfits.array.chunks import normalize
@@ -10,6 +11,20 @@ from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
 from dfits.format.dtypes import parse_decode_spec
 from dfits.io import open_source
+
+
+def sampled_pairs(cases, values, default) -> list:
+    """``(case, value)`` params for ``parametrize(("case", ...), ..., indirect=["case"])``.
+
+    The pairs that ``default(case, value)`` accepts run by default, the others under
+    ``-m slow``: for tests whose every (encoding, reduction) pair compiles its own kernel
+    variant (seconds each on a cold cache) where a sample shows the behaviour.
+    """
+    return [
+        pytest.param(c, v, id=f"{c}-{v}", marks=() if default(c, v) else pytest.mark.slow)
+        for c in cases
+        for v in values
+    ]
 
 
 def write_image(path, data, bscale=None, bzero=None, blank=None):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dfits.array.cuts import Cut, CutValues
 from dfits.array.stored import StoredChunk
 from dfits.array.thresholds import comparison_band
-from tests.array.helpers import encoded_case, replan, stored_sample
+from tests.array.helpers import encoded_case, replan, sampled_pairs, stored_sample
 from tests.profiles import examples
 
 CASES = {
@@ -254,7 +254,14 @@ def _check(got, want):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6, equal_nan=True)
 
 
-@pytest.mark.parametrize("name", list(FUSED))
+@pytest.mark.parametrize(
+    ("case", "name"),
+    # float64 cuts run the float32 route on wider loads (each pair its own band, extrema or
+    # moment kernel, the column moments 15 s on a cold cache): under -m slow; the kernels'
+    # tests check float64 bands, test_compat float64 comparisons
+    sampled_pairs(CASES, FUSED, lambda c, _: c != "f64"),
+    indirect=["case"],
+)
 def test_cut_reductions_are_fused_and_match_numpy(case, no_decode, name):
     x, ref = case
     t = _threshold(ref)

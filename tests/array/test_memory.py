@@ -28,7 +28,18 @@ def big_image(tmp_path_factory):
     return str(path), rows, cols
 
 
-@pytest.mark.parametrize("op", ["sum", "nanmean", "std", "nanmax", "mean0", "std0", "planes_mean0"])
+#: each a fresh process reducing a 512 MiB file (10-20 s): by default one per reduction kind
+#: (sums over rows, extrema, moment maps over columns, strided planes); the rest -m slow
+OPS = ["sum", "nanmax", "std0", "planes_mean0"]
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        pytest.param(op, marks=() if op in OPS else pytest.mark.slow)
+        for op in ["sum", "nanmean", "std", "nanmax", "mean0", "std0", "planes_mean0"]
+    ],
+)
 def test_peak_rss_is_bounded_by_chunks_not_file(big_image, op):
     path, rows, cols = big_image
     chunk_rows = 256  # 16 MiB chunks
