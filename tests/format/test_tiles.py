@@ -83,6 +83,9 @@ def test_quantisation():
         ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_1", "ZDITHER0": 2**63}, "must be from 1"),
         ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_2", "ZDITHER0": 0}, "ZDITHER0 = 0 must"),
         ({"ZNAME1": "BYTEPIX", "ZVAL1": 3}, "BYTEPIX = 3"),
+        # fuzz seed 20 case 17596: inf reached int(), an OverflowError
+        ({"ZNAME1": "BLOCKSIZE", "ZVAL1": float("inf")}, "BLOCKSIZE = inf"),
+        ({"ZNAME1": "SCALE", "ZVAL1": 2.0**40}, "SCALE = 1099511627776.0"),
         ({"TFORM1": "1PZ"}, "TFORM1 = '1PZ'"),
         ({"NAXIS1": 9}, "NAXIS1 = 9"),
         ({"TTYPE1": "DATA"}, "COMPRESSED_DATA"),

@@ -151,6 +151,17 @@ def test_end_keyword_with_a_value_ends_nothing_in_the_oracle_either(tmp_path, od
     assert check_file(str(path)).kind == "ok"
 
 
+@pytest.mark.parametrize("case", [24111, 25450])
+def test_logical_blank_of_a_compressed_image_is_ignored_in_the_oracle_too(tmp_path, case):
+    # fuzz seed 21: `BLANK = T` added to a compressed image's table header; dfits ignores it
+    # (not an integer), astropy blanked every 1 and the oracle's ignore_blank missed it
+    _, blob, ops = mutated(21, case)
+    path = tmp_path / "case.fits"
+    path.write_bytes(blob)
+    assert "add_card" in ops
+    assert check_file(str(path)).kind == "ok"
+
+
 @pytest.mark.slow
 def test_fuzz_campaign_through_workers(tmp_path):
     # the ./run fuzz path: worker process, hang timeout, memory cap, summary file

@@ -226,8 +226,10 @@ def _codec(header: Any, algorithm: str, prefix: str) -> dict[str, int]:
     out = {}
     for key, default in (("BLOCKSIZE", 32), ("BYTEPIX", 4), ("SMOOTH", 0), ("SCALE", 0)):
         value = params.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise HeaderError(f"{prefix}ZVALn of {key} = {value!r} must be a number")
+        # `not abs(value) < 2**31` also refuses inf and NaN (fuzz seed 20 case 17596: 1E309
+        # reached int() as inf, an OverflowError)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) < 2**31:
+            raise HeaderError(f"{prefix}ZVALn of {key} = {value!r} must be a number below 2**31")
         out[key.lower()] = int(value)
     if algorithm == "RICE_1" and (out["bytepix"] not in (1, 2, 4, 8) or out["blocksize"] <= 0):
         raise HeaderError(
