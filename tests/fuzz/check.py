@@ -139,6 +139,7 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
 
     problems = []
     path = _last_scaling_only(path)
+    skip = _cfitsio_dither_default(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -147,6 +148,8 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
             return ""  # astropy cannot read it: no oracle
         with hdul:
             for i, got in reads.items():
+                if i in skip:
+                    continue
                 try:
                     data = hdul[i].data
                     data = None if data is None else np.asarray(data)
@@ -212,6 +215,27 @@ def _last_scaling_only(path: str) -> str:
     copy = str(Path(path).with_suffix(".last-scaling.fits"))
     Path(copy).write_bytes(bytes(blob))
     return copy
+
+
+def _cfitsio_dither_default(path: str) -> set[int]:
+    """HDUs where astropy's data is no oracle: a subtractive dither without ZDITHER0.
+
+    cfitsio (funpack) and dfits then start the tiles' random sequence at 1; astropy at 0, so
+    its values differ from funpack's (fuzz seed 31 case 5733: a bit flip renamed ZDITHER0).
+    """
+    blob = Path(path).read_bytes()
+    out = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with dfits.open(path) as f:
+            spans = [(h.index, h.layout.header_offset, h.layout.data_offset) for h in f]
+    for i, start, stop in spans:
+        cards = [blob[at : at + 80] for at in range(start, min(stop, len(blob)) - 79, 80)]
+        keys = {card[:8] for card in cards}
+        dither = any(c[:8] == b"ZQUANTIZ" and b"SUBTRACTIVE_DITHER" in c for c in cards)
+        if dither and b"ZDITHER0" not in keys:
+            out.add(i)
+    return out
 
 
 def _parser_dependent(card: bytes) -> bool:
