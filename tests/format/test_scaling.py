@@ -66,6 +66,20 @@ def test_hierarch_bscale_scales_nothing_as_astropy(tmp_path):
     np.testing.assert_array_equal(want, np.arange(6.0).reshape(2, 3))
 
 
+@pytest.mark.parametrize("keyword", ["BLaNK", "bscale", "Bzero"])
+def test_lower_case_scaling_keyword_applies_as_astropy(tmp_path, keyword):
+    # fuzz seed 33 case 13160: header["BLANK"] found 'BLaNK' but the decode ignored it
+    value = {"BLANK": "3", "BSCALE": "2.0", "BZERO": "1.0"}[keyword.upper()]
+    blob = fg.image_file((2, 3), 8, extra=[f"{keyword:<8}= {value:>20}"])
+    path = fg.write(tmp_path / "case.fits", blob)
+    data, section = _dfits(path)
+    want = _astropy(path)
+    assert data.dtype == want.dtype
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)
+    assert not np.array_equal(want, np.arange(6).reshape(2, 3))  # the card did apply
+
+
 @pytest.mark.parametrize(
     ("bitpix", "blank", "scaling"),
     [(8, 1000, []), (8, -1, []), (16, 40000, []), (16, 40000, [("BSCALE", 2.0)])],

@@ -82,6 +82,8 @@ def test_quantisation():
         # fuzz seed 4 case 14785: past 64 bits, it overflowed the tile seeds at read time
         ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_1", "ZDITHER0": 2**63}, "must be from 1"),
         ({"ZSCALE": 0.5, "ZQUANTIZ": "SUBTRACTIVE_DITHER_2", "ZDITHER0": 0}, "ZDITHER0 = 0 must"),
+        # fuzz seed 32 case 33810: past int64 it was an OverflowError at read time
+        ({"ZSCALE": 0.5, "ZBLANK": 2**64}, "ZBLANK = 18446744073709551616"),
         ({"ZNAME1": "BYTEPIX", "ZVAL1": 3}, "BYTEPIX = 3"),
         # fuzz seed 20 case 17596: inf reached int(), an OverflowError
         ({"ZNAME1": "BLOCKSIZE", "ZVAL1": float("inf")}, "BLOCKSIZE = inf"),

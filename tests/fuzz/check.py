@@ -20,6 +20,7 @@ import numpy as np
 from astropy.utils.exceptions import AstropyWarning
 
 import dfits
+from dfits.format.cards import is_printable
 
 __all__ = ["Outcome", "check_file", "read_with_dfits", "walk_header"]
 
@@ -187,6 +188,10 @@ def _last_scaling_only(path: str) -> str:
     parser, but the full parser ends it there (fuzz seed 5 case 12235). The copy makes those
     cards COMMENT cards too.
 
+    And a scaling card holding a byte outside printable ASCII (a tab in column 80, fuzz seed
+    33 case 26442): DESIGN's rule makes its value unusable, so dfits ignores it with a warning;
+    astropy reads past the byte and applies it. The copy makes it a COMMENT card.
+
     And ``BLANK = T`` (or ``F``), when it is the BLANK that applies: not an integer, so
     ignored (DESIGN, the standard). astropy takes T as 1 (a Python bool is an int) and blanks
     every 1, in plain and in compressed images (fuzz seed 21 cases 24111, 25450: compressed
@@ -201,7 +206,9 @@ def _last_scaling_only(path: str) -> str:
     for start, stop in spans:
         seen: dict[bytes, list[int]] = {}
         for at in range(start, min(stop, len(blob)) - 79, 80):
-            if bytes(blob[at : at + 9]) in _SCALING:
+            if bytes(blob[at : at + 9]) in _SCALING and not is_printable(blob[at : at + 80]):
+                blob[at : at + 8], changed = b"COMMENT ", True
+            elif bytes(blob[at : at + 9]) in _SCALING:
                 seen.setdefault(bytes(blob[at : at + 9]), []).append(at)
             elif _parser_dependent(bytes(blob[at : at + 80])):
                 blob[at : at + 8], changed = b"COMMENT ", True

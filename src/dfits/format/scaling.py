@@ -6,7 +6,8 @@ ambiguous, so the rule is stated, not left to whichever card a lookup meets firs
 *last* card applies, as astropy's data does (its ``hdu.header[key]`` shows the first), and a
 note names every value so that the choice is never silent. A ``HIERARCH BSCALE = ...`` card
 is not the reserved keyword (HIERARCH is the convention for *other* keywords), so it scales
-nothing, as in astropy's data, though ``header["BSCALE"]`` finds it.
+nothing, as in astropy's data, though ``header["BSCALE"]`` finds it. A keyword spelled in
+lower case (``BLaNK``) is the keyword itself, as astropy (which upper-cases keywords) reads it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def scaling_values(header: Header, where: str, notes: list[str]) -> tuple[object
         every = [
             header[key, i]
             for i in range(n)
-            if raw[(p := header.locate(key, i) * CARD_SIZE) : p + 8] == image
+            if raw[(p := header.locate(key, i) * CARD_SIZE) : p + 8].upper() == image
         ]
         if len(every) > 1:
             listed = ", ".join(repr(v) for v in every)

@@ -212,12 +212,16 @@ def _quantisation(header: Any, columns: tuple[Column, ...], prefix: str) -> dict
         # the standard's range: tile seeds are (row + ZDITHER0 - 1) mod 10000, and a value
         # past 64 bits would overflow the seed arithmetic at read time
         raise HeaderError(f"{prefix}ZDITHER0 = {dither0!r} must be from 1 to 10000")
+    zblank = _number(header, "ZBLANK", prefix, int)
+    if zblank is not None and not -(2**63) <= zblank < 2**63:
+        # the blank is compared with the decoded integers, held in int64 at read time
+        raise HeaderError(f"{prefix}ZBLANK = {zblank!r} does not fit in 64 bits")
     return {
         "dither": dither,
         "dither0": 1 if dither0 is None else dither0,
         "zscale": _number(header, "ZSCALE", prefix, float),
         "zzero": _number(header, "ZZERO", prefix, float),
-        "zblank": _number(header, "ZBLANK", prefix, int),
+        "zblank": zblank,
     }
 
 
