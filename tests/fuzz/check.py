@@ -140,7 +140,7 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
 
     problems = []
     path = _last_scaling_only(path)
-    skip = _cfitsio_dither_default(path)
+    skip = _cfitsio_reads_otherwise(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -171,6 +171,7 @@ def compare(path: str, reads: dict[int, _Read]) -> str:
 
 _ODD_END = re.compile(rb"END {0,76}[^A-Z0-9_-]")
 _SCALING = (b"BSCALE  =", b"BZERO   =", b"BLANK   =")
+_QUANTISED = (b"ZSCALE", b"ZZERO", b"ZBLANK")
 
 
 def _last_scaling_only(path: str) -> str:
@@ -224,11 +225,14 @@ def _last_scaling_only(path: str) -> str:
     return copy
 
 
-def _cfitsio_dither_default(path: str) -> set[int]:
-    """HDUs where astropy's data is no oracle: a subtractive dither without ZDITHER0.
+def _cfitsio_reads_otherwise(path: str) -> set[int]:
+    """HDUs where astropy's data is no oracle, because cfitsio (funpack) reads them otherwise.
 
-    cfitsio (funpack) and dfits then start the tiles' random sequence at 1; astropy at 0, so
-    its values differ from funpack's (fuzz seed 31 case 5733: a bit flip renamed ZDITHER0).
+    A subtractive dither without ZDITHER0: cfitsio and dfits start the tiles' random sequence
+    at 1, astropy at 0 (fuzz seed 31 case 5733: a bit flip renamed ZDITHER0). And a quantised
+    table whose ZSCALE/ZZERO/ZBLANK column name is spelled in another case ('ZsCALE'): the
+    standard compares TTYPEn values without regard to case, as cfitsio and dfits do; astropy
+    looks the column up as spelled and misses it (fuzz seed 40 case 95220).
     """
     blob = Path(path).read_bytes()
     out = set()
@@ -241,6 +245,10 @@ def _cfitsio_dither_default(path: str) -> set[int]:
         keys = {card[:8] for card in cards}
         dither = any(c[:8] == b"ZQUANTIZ" and b"SUBTRACTIVE_DITHER" in c for c in cards)
         if dither and b"ZDITHER0" not in keys:
+            out.add(i)
+        names = [c[10:].partition(b"/")[0].strip(b" '") for c in cards if c[:5] == b"TTYPE"]
+        odd = [n for n in names if n.upper() in _QUANTISED and n not in _QUANTISED]
+        if odd and b"ZIMAGE  =                    T" in b"".join(cards):
             out.add(i)
     return out
 

@@ -164,11 +164,21 @@ def test_logical_blank_of_a_compressed_image_is_ignored_in_the_oracle_too(tmp_pa
     assert check_file(str(path)).kind == "ok"
 
 
-def test_dither_without_zdither0_has_no_astropy_oracle(tmp_path):
-    # fuzz seed 31 case 5733: ZDITHER0 renamed by a bit flip; dfits starts the dither's
-    # random sequence at 1 as cfitsio does (funpack's values equal dfits'), astropy at 0
-    _, blob, _ = mutated(31, 5733)
-    assert b"ZDITHER0=" not in blob
+@pytest.mark.parametrize(
+    ("seed", "case", "sign"),
+    [
+        # ZDITHER0 renamed by a bit flip; dfits starts the dither's random sequence at 1 as
+        # cfitsio does (funpack's values equal dfits'), astropy at 0
+        (31, 5733, lambda blob: b"ZDITHER0=" not in blob),
+        # TTYPE2 = 'ZsCALE': the standard compares column names without regard to case, as
+        # cfitsio and dfits do; astropy misses the column and its values are no oracle
+        (40, 95220, lambda blob: b"'ZsCALE" in blob),
+    ],
+    ids=["no-zdither0", "zscale-case"],
+)
+def test_where_cfitsio_reads_otherwise_astropy_is_no_oracle(tmp_path, seed, case, sign):
+    _, blob, _ = mutated(seed, case)
+    assert sign(blob)
     path = tmp_path / "case.fits"
     path.write_bytes(blob)
     assert check_file(str(path)).kind == "ok"
