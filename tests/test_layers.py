@@ -25,14 +25,33 @@ RANK = {
     "progress": 3,
     "array": 4,
     "section": 4,
-    "table": 4,
-    "fft": 4,
-    "file": 5,
-    "xarray": 6,
-    "jupyter": 7,
-    "cli": 8,
-    "climoment": 8,
-    "demo": 8,
+    "tables": 5,
+    "table": 5,
+    "tiles": 5,
+    "fft": 5,
+    "file": 6,
+    "write": 7,
+    "cube": 7,
+    "climoment": 7,
+    "xarray": 8,
+    "jupyter": 9,
+    "cli": 10,
+    "demo": 10,
+}
+
+#: Third-party packages a layer must never import (DESIGN.md's table of layers): the pure
+#: layers stay free of the heavy ones, and only the xarray adapter (and the layers above it,
+#: or ``cube`` where a result is a DataArray) may import xarray.
+FORBIDDEN = {
+    "format": {"dask", "distributed", "xarray", "numba"},
+    "kernels": {"dask", "distributed", "xarray", "fsspec", "astropy"},
+    "io": {"xarray"},
+    "array": {"xarray"},
+    "section": {"xarray"},
+    "tables": {"xarray"},
+    "table": {"xarray"},
+    "tiles": {"xarray"},
+    "write": {"xarray"},
 }
 
 
@@ -93,6 +112,30 @@ def test_no_module_imports_upwards(graph):
             if RANK.get(theirs, 99) > RANK.get(mine, 99):
                 upward.append(f"{module} -> {other}")
     assert not upward, "imports against the layering:\n" + "\n".join(sorted(upward))
+
+
+def _third_party(path: Path) -> set[str]:
+    """Top-level names of the non-dfits packages ``path`` imports (deferred imports too)."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_lines(tree)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_layers_import_only_their_third_party_packages():
+    wrong = []
+    for path in sorted((SRC / "dfits").rglob("*.py")):
+        layer = _layer(_module_name(path))
+        bad = _third_party(path) & FORBIDDEN.get(layer or "", set())
+        wrong.extend(f"{_module_name(path)} imports {name}" for name in sorted(bad))
+    assert not wrong, "third-party imports against DESIGN.md's layers:\n" + "\n".join(wrong)
 
 
 def test_every_layer_has_a_rank(graph):

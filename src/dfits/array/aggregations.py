@@ -123,7 +123,7 @@ def reduce(
     dtype = agg.dtype(x.dtype)
     skipna = agg.skipna or band is not None
     size = int(np.prod([x.shape[a] for a in axes]))
-    if size == 0 and how.lstrip("n").lstrip("a") in ("min", "max"):
+    if size == 0 and how.removeprefix("nan") in ("min", "max"):
         raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
     options = {**options, "skipna": skipna}
     out_ndim = x.ndim if keepdims else x.ndim - len(axes)

@@ -123,7 +123,7 @@ def reduce_columns(
         return {}
     _check_numeric(readers, how)
     sizes = [readers[0].nrows * int(np.prod(r.column.shape, dtype=np.int64)) for r in readers]
-    if how.lstrip("n").lstrip("a") in ("min", "max") and 0 in sizes:
+    if how.removeprefix("nan") in ("min", "max") and 0 in sizes:
         raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
     first = readers[0]
     rows = RowsReader(first.source, first.offset, first.row_bytes, first.nrows)

@@ -6,10 +6,16 @@ this process. The backend engine, the lazily indexed arrays it hands xarray (whi
 file in each worker after unpickling) and the ``.fits`` accessor all go through it, so a
 file's headers are scanned once however many variables, chunks and accessor calls use them.
 The cache is bounded (cleared past 128 files); entries hold headers, never an open handle.
+
+A local file's key is its identity, not its name: path, inode, size and mtime. A file
+rewritten in place (``to_fits`` renames a new file over the old one) is therefore opened
+afresh, never served from the old layout. A URL's key is the URL and its options; the
+remote source itself checks size and ETag on every read.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -18,7 +24,7 @@ from dfits.file import FitsFile, _open
 __all__ = ["open_file"]
 
 _MAX_FILES = 128
-_files: dict[tuple[str, str], FitsFile] = {}
+_files: dict[tuple[Any, ...], FitsFile] = {}
 _lock = threading.Lock()
 
 
@@ -37,7 +43,7 @@ def open_file(
         Where warnings about the file point, as ``warnings.warn`` counts (1: the line calling
         this function); they are emitted the first time only.
     """
-    key = (path, repr(storage_options))
+    key = _identity(path, storage_options)
     f = _files.get(key)
     if f is None:
         # Opened outside the lock (a remote scan may take seconds); a race opens twice, harmlessly.
@@ -47,3 +53,16 @@ def open_file(
                 _files.clear()
             _files[key] = f
     return f
+
+
+def _identity(path: str, storage_options: dict[str, Any] | None) -> tuple[Any, ...]:
+    """The cache key: ``(path, options)`` plus inode, size and mtime for a local file."""
+    key: tuple[Any, ...] = (path, repr(storage_options))
+    local = path[len("file://") :] if path.startswith("file://") else path
+    if "://" in local or "::" in local:
+        return key
+    try:
+        st = os.stat(local)
+    except OSError:
+        return key  # opening it raises the real error, naming the file
+    return (*key, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
