@@ -119,7 +119,7 @@ def bounding(index: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], tup
     Examples
     --------
     >>> bounding((3, slice(2, 10, 3)), (5, 20))
-    ((slice(3, 4, None), slice(2, 9, None)), (0, slice(0, 7, 3)))
+    ((slice(3, 4, None), slice(2, 9, None)), (0, slice(0, 8, 3)))
     """
     items = list(index) if isinstance(index, tuple) else [index]
     if Ellipsis in items:
