@@ -20,12 +20,12 @@ import numpy as np
 import xarray as xr
 
 from dfits._display import figure
+from dfits.format.headertext import card_text
 from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
 from dfits.xarray.cube import SpectralMethods
 from dfits.xarray.errors import RegionError, WCSError
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused_dask, pixel_coords
-from dfits.xarray.headertext import card_text
 from dfits.xarray.noise import NoiseMethods
 from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees
 from dfits.xarray.resolution import BeamMethods

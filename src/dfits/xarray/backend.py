@@ -29,6 +29,7 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from dfits.errors import DfitsWarning, HDUNotFoundError, where
+from dfits.format.headertext import readable_header
 from dfits.xarray.coords import (
     WCSPlan,
     axis_values,
@@ -39,7 +40,6 @@ from dfits.xarray.coords import (
 )
 from dfits.xarray.errors import WCSError
 from dfits.xarray.files import open_file
-from dfits.xarray.headertext import readable_header
 from dfits.xarray.tables import table_dataset
 
 __all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]

@@ -29,7 +29,7 @@ __all__ = ["beam_cards", "beam_source", "cube_beams", "frequencies", "keep_beams
 
 def _header(obj: xr.DataArray) -> Any:
     from dfits.format.header import Header
-    from dfits.xarray.headertext import card_text
+    from dfits.format.headertext import card_text
 
     text = obj.attrs.get("fits_header")
     if not isinstance(text, str):

@@ -27,7 +27,7 @@ __all__ = ["fits_to_fits", "fits_to_zarr", "zarr_to_fits"]
 
 
 def _header_text(hdu: Any) -> str:
-    from dfits.xarray.headertext import readable_header
+    from dfits.format.headertext import readable_header
 
     return readable_header(hdu.header.tostring().decode("latin-1"))
 
@@ -89,9 +89,9 @@ def zarr_to_fits(
 
     from dfits.array.tofits import ImageItem
     from dfits.format.header import Header
+    from dfits.format.headertext import card_text
     from dfits.format.imagehdu import user_cards
     from dfits.format.mandatory import MANDATORY
-    from dfits.xarray.headertext import card_text
 
     group = zarr.open_group(os.fspath(src), mode="r")
     names = group.attrs.get("fits_hdus")

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from dfits.format.headertext import readable_header
 from dfits.xarray.coords import celestial_block, plan_axes
 from dfits.xarray.errors import RegionError
-from dfits.xarray.headertext import readable_header
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS
@@ -181,7 +181,7 @@ def _with_spectral_axis(celestial: str, spec: WCS, n: int) -> str:
     import re
 
     from dfits.format.header import Header
-    from dfits.xarray.headertext import card_text
+    from dfits.format.headertext import card_text
 
     header = Header(card_text(celestial).encode("latin-1")).to_astropy()
     header["WCSAXES"] = 3

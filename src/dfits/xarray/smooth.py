@@ -159,7 +159,7 @@ def _is_jy_beam(obj: xr.DataArray) -> bool:
 
 
 def _with_beam_header(obj: xr.DataArray, beam: Any) -> xr.DataArray:
-    from dfits.xarray.headertext import card_text, readable_header
+    from dfits.format.headertext import card_text, readable_header
 
     text = obj.attrs.get("fits_header")
     if isinstance(text, str):

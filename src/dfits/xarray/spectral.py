@@ -26,9 +26,9 @@ import numpy as np
 import xarray as xr
 
 from dfits.errors import where
+from dfits.format.headertext import card_text, readable_header
 from dfits.xarray.coords import parse_wcs
 from dfits.xarray.errors import SpectralError, WCSError
-from dfits.xarray.headertext import card_text, readable_header
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS

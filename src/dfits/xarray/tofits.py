@@ -57,7 +57,7 @@ def _linear_wcs(obj: xr.DataArray) -> list[tuple[str, Any]]:
 def _from_dfits(obj: xr.DataArray) -> tuple[xr.DataArray, list[UserCard]]:
     """Cards of a DataArray the dfits engine opened: its header less WCS, plus its WCS now."""
     from dfits.format.header import Header
-    from dfits.xarray.headertext import card_text
+    from dfits.format.headertext import card_text
 
     header = Header(card_text(obj.attrs["fits_header"]).encode("latin-1"))
     # the mandatory cards described the file's array, not this (maybe sliced) one

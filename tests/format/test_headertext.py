@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 from astropy.io import fits
 
-from dfits.xarray.headertext import card_text, readable_header
+from dfits.format.headertext import card_text, readable_header
 
 
 def test_header_attr_is_one_card_a_line_and_round_trips(tmp_path):
