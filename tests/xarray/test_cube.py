@@ -140,3 +140,95 @@ def test_moment_along_stokes_fails_clearly(tmp_path):
     with pytest.raises(SpectralError, match=r"HDU 0.*'stokes'.*not a spectral axis.*'freq'"):
         da.fits.moment(1, dim="stokes")
     assert da.fits.moment(1).dims == ("stokes", "y", "x")
+
+
+# -- one kernel pass per chunk, no decode ---------------------------------------------------
+
+#: kernels.api entry points that read a chunk's stored values (each call is one pass)
+PASS_KERNELS = ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
+                "moments", "sum_count", "weighted_sums")  # fmt: skip
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """``{name: calls}`` of every kernel pass and of every stored-chunk decode."""
+    import dfits.kernels
+    from dfits.array.stored import StoredChunk
+
+    calls: dict[str, int] = {}
+
+    def spy(name, real):
+        def run(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return run
+
+    for name in PASS_KERNELS:
+        monkeypatch.setattr(dfits.kernels, name, spy(name, getattr(dfits.kernels, name)))
+    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
+    return calls
+
+
+@pytest.fixture(scope="module")
+def chunked(tmp_path_factory):
+    """A float cube with an all-NaN pixel in km/s, and spectral-cube's; read it in several
+    chunks under :data:`SMALL`."""
+    path = spectral_cube_file(tmp_path_factory.mktemp("passes"), "freq-ascending-3d")
+    cube = xr.open_dataarray(path, engine="dfits")
+    cube = cube.fits.with_spectral_unit("km/s", velocity_convention="radio")
+    sc = spectral_cube.SpectralCube.read(path)
+    return cube, sc.with_spectral_unit(u.km / u.s, velocity_convention="radio")
+
+
+#: A chunk size that cuts the 13 × 8 × 9 float32 cube into several chunks.
+SMALL = {"array.chunk-size": "600B"}
+
+
+STATISTICS = {
+    "peak": (lambda c: c.fits.peak(), "extrema"),
+    "peak_velocity": (lambda c: c.fits.peak_velocity(), "extrema"),
+    "moment0": (lambda c: c.fits.moment(0), "weighted_sums"),
+    "moment1": (lambda c: c.fits.moment(1), "weighted_sums"),
+    "moment2": (lambda c: c.fits.moment(2), "weighted_sums"),
+    "linewidth_sigma": (lambda c: c.fits.linewidth_sigma(), "weighted_sums"),
+    "linewidth_fwhm": (lambda c: c.fits.linewidth_fwhm(), "weighted_sums"),
+    "clipped moment0": (lambda c: c.fits.moment(0, threshold=0.5), "weighted_sums"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATISTICS))
+def test_one_kernel_pass_per_chunk_and_no_decode(chunked, counted, name):
+    import dask
+
+    from dfits.xarray.fused import fused_dask
+
+    cube, _ = chunked
+    method, kernel = STATISTICS[name]
+    with dask.config.set(SMALL):
+        out = method(cube)
+        nchunks = int(np.prod(fused_dask(cube, cube.fits.spectral_dim).numblocks))
+    assert nchunks > 2
+    counted.clear()
+    out.compute()
+    assert counted == {kernel: nchunks}
+
+
+def test_peak_velocity_matches_spectral_cube_and_numpy_in_chunks(chunked):
+    import dask
+
+    cube, sc = chunked
+    with dask.config.set(SMALL):
+        got = cube.fits.peak_velocity().values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sc.argmax_world(axis=0).to_value(u.km / u.s)
+    none = ~np.isfinite(sc.max(axis=0).value)
+    assert none.any()
+    assert np.isnan(got[none]).all()
+    np.testing.assert_allclose(got[~none], want[~none], rtol=1e-12, atol=1e-9)
+    values = cube.values
+    dim = cube.get_axis_num(cube.fits.spectral_dim)
+    index = np.nanargmax(np.where(np.isnan(values), -np.inf, values), axis=dim)
+    axis = cube[cube.fits.spectral_dim].values
+    np.testing.assert_array_equal(got[~none], axis[index][~none])

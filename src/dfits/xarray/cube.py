@@ -19,7 +19,7 @@ import xarray as xr
 from dfits.xarray import spectral
 from dfits.xarray.errors import SpectralError
 from dfits.xarray.fused import fused_dask
-from dfits.xarray.moments import moment_map, moment_units
+from dfits.xarray.moments import moment_map, moment_units, peak_position
 from dfits.xarray.results import quantity, reduced, unit_string
 
 __all__ = ["FWHM_PER_SIGMA", "SpectralMethods"]
@@ -146,20 +146,10 @@ class SpectralMethods:
 
         The first channel holding the maximum wins ties; pixels with no valid value are NaN.
         """
-        import dask.array as da
-
-        from dfits.array import reduce
-
         obj = self._obj
         dim = spectral.spectral_dim(obj) if dim is None else dim
         values = self._spectral_values(obj, dim)
-        x = fused_dask(obj, dim)
-        # nanargmax refuses all-NaN pixels (as numpy does): NaN ranks below every value
-        # here, and such pixels are set to NaN from their (NaN) peak.
-        filled = da.where(da.isnan(x), -np.inf, x)
-        where = reduce(filled, "argmax", axis=obj.get_axis_num(dim))
-        peak = reduce(x, "nanmax", axis=(obj.get_axis_num(dim),))
-        out = da.where(da.isnan(peak), np.nan, where.map_blocks(values.__getitem__, dtype=float))
+        out = peak_position(fused_dask(obj, dim), obj.get_axis_num(dim), values)
         units = str(obj[dim].attrs.get("units", "")) if dim in obj.coords else ""
         return reduced(obj, out, (dim,), "peak_velocity", unit_string(units))
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["moment_map", "moment_units"]
+__all__ = ["moment_map", "moment_units", "peak_position"]
 
 
 def moment_map(
@@ -43,6 +43,29 @@ def moment_map(
         return m1 + v0
     # Order 2 is the spread about the centroid; rounding can take s2/s0 − m1² below 0.
     return da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
+
+
+def peak_position(x: Any, axis: int, values: np.ndarray) -> Any:
+    """``values`` at the ``nanargmax`` of dask array ``x`` along ``axis``, lazily; NaN where
+    a spectrum has no valid value (spectral-cube's ``argmax_world``). Ties go to the first
+    channel. One indexed kernel pass per stored chunk answers it (the table's ``nanargmax``).
+    """
+    import dask.array as da
+
+    from dfits.array import reduce
+
+    table = np.append(np.asarray(values, dtype=float), np.nan)
+    if x.dtype.kind == "f":
+        # numpy's nanargmax refuses an all-NaN spectrum: a -inf channel past the end gives
+        # it the index of the NaN appended to ``table``, and never wins anywhere else (ties
+        # go to the first channel). The extra blocks are small numpy arrays; the stored
+        # chunks are untouched, so they still answer from their kernel pass.
+        shape, chunks = list(x.shape), list(x.chunks)
+        shape[axis], chunks[axis] = 1, (1,)
+        pad = da.full(shape, -np.inf, dtype=x.dtype, chunks=tuple(chunks))
+        x = da.concatenate([x, pad], axis=axis)
+    where = reduce(x, "nanargmax", axis=axis)
+    return where.map_blocks(table.__getitem__, dtype=float)
 
 
 def moment_units(obj: xr.DataArray, dim: str, order: int) -> str:
