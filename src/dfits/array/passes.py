@@ -4,17 +4,47 @@ Each function runs one fused kernel over a chunk's stored bytes and keeps the re
 chunk, keyed by what was asked (axes, NaN rule, band), so that related requests answer from
 one pass: a count then a sum, a mean then a variance, an extreme then its index. Nothing here
 knows who asks; a request that a memoised pass cannot answer runs the pass it needs.
+
+Nothing here knows which reader fed the chunk either. A reader whose chunk is still unread
+(:attr:`~dfits.array.stored.StoredChunk.unread`) may answer a sum or an extreme from what it
+holds instead (quantised tiles sum their integers: :mod:`dfits.tiles.quantised`) by giving
+that pending object the methods of :class:`FusedSource`; the passes look them up by name.
 """
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.quantised import fusable, fused_extrema, fused_sum_count
 from dfits.array.stored import StoredChunk
 
-__all__ = ["extrema", "indexed", "moments", "sum_count", "total"]
+__all__ = ["FusedSource", "extrema", "indexed", "moments", "sum_count", "total"]
+
+
+class FusedSource(Protocol):
+    """What an unread chunk's pending object may offer to answer a pass without its values.
+
+    Each method answers for a chunk decoded with ``spec`` (a chunk rescaled since it was
+    read has another spec), or returns None, and the pass then reads the values and runs
+    its kernel. A pending object without these methods (a remote byte range) always reads.
+    """
+
+    def sum_count(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
+        """``(n, total)`` over ``axes``, as :func:`sum_count` gives them, or None."""
+        ...
+
+    def extrema(self, spec: Any, axes: tuple[int, ...], want_max: bool) -> tuple | None:
+        """``(value, valid count, NaN count)`` over ``axes``, as :func:`extrema`, or None."""
+        ...
+
+
+def _fused(x: StoredChunk, name: str, axes: tuple[int, ...], flag: bool) -> tuple | None:
+    """The pass ``name`` of :class:`FusedSource` answered by the chunk's unread source, or
+    None when it has none or declines."""
+    run = getattr(x.unread, name, None)
+    return None if run is None else run(x.spec, axes, flag)
 
 
 def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
@@ -27,7 +57,7 @@ def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
         if ("moments", axes, skipna) in x._memo:
             return x._memo.setdefault(("sum", axes, skipna), _from_moments(x, axes, skipna))
         x.spec.check()
-        memo = fused_sum_count(x, axes, skipna)
+        memo = _fused(x, "sum_count", axes, skipna)
         if memo is None:
             total_, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
             memo = (n, total_)
@@ -69,9 +99,12 @@ def total(x: StoredChunk, axes: tuple[int, ...], skipna: bool, dtype=None):
     """
     narrow = dtype is not None and np.dtype(dtype) == np.float32
     done = ("sum", axes, skipna) in x._memo or ("moments", axes, skipna) in x._memo
-    # quantised tiles sum from their integers in one pass (float64 partials, cast by finish)
-    if narrow and not done and not fusable(x):
+    if narrow and not done:
         x.spec.check()
+        # a fused source (quantised tiles) sums in one pass too: float64 partials, cast by finish
+        fused = _fused(x, "sum_count", axes, skipna)
+        if fused is not None:
+            return x._memo.setdefault(("sum", axes, skipna), fused)[1]
         return kernels.sum_count(x.u, x.spec, axes, skipna=skipna, dtype=np.float32, counts=False)[
             0
         ]
@@ -85,7 +118,7 @@ def extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
     """
     memo = x._memo.get(("indexed", axes, want_max))
     if memo is None and ("extrema", axes, want_max) not in x._memo:
-        fused = fused_extrema(x, axes, want_max)
+        fused = _fused(x, "extrema", axes, want_max)
         if fused is not None:
             return x._memo.setdefault(("extrema", axes, want_max), fused)
     if memo is None and _columns(x, axes):

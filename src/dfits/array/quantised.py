@@ -4,9 +4,12 @@ The tile reader decodes a chunk's RICE_1 tiles into one packed integer array. Fo
 float image it hands dask a :class:`~dfits.array.stored.StoredChunk` whose values are *not
 read yet*: a :class:`QuantisedTiles` (the packed integers, each tile's shape, place and
 quantisation). The sums, means, counts and extremes that dask's reductions ask of the chunk
-(:mod:`dfits.array.passes`) then run :func:`dfits.kernels.tilereduce.reduce_tiles`, one pass
-over the integers with ZSCALE/ZZERO, the dither and ZBLANK folded in, and no float chunk is
-ever written. Anything else (a variance, an index, a slice, ``np.asarray``) calls
+(:mod:`dfits.array.passes`) are answered by :meth:`QuantisedTiles.sum_count` and
+:meth:`QuantisedTiles.extrema`, the chunk's unread source implementing
+:class:`dfits.array.passes.FusedSource` (the passes know the protocol, not this class): each
+runs :func:`dfits.kernels.tilereduce.reduce_tiles`, one pass over the integers with
+ZSCALE/ZZERO, the dither and ZBLANK folded in, and no float chunk is ever written. Anything
+else (a variance, an index, a slice, ``np.asarray``) calls
 :meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the float array the
 chunk then stands on, exactly as if it had been read so: same values either way.
 """
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["QuantisedTiles", "fusable", "fused_extrema", "fused_sum_count"]
+__all__ = ["QuantisedTiles"]
 
 
 @dataclass(eq=False)
@@ -49,46 +52,26 @@ class QuantisedTiles:
         """Never narrowed: a slice of the chunk is a slice of its floats."""
         return None
 
+    # -- the fused passes (dfits.array.passes.FusedSource) ------------------------------------
+    def sum_count(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
+        """``(n, total)`` over ``axes`` from the integers; None for a chunk whose ``spec`` is
+        not the reader's (scaled or cast since: its values are no longer the floats)."""
+        if spec != self.spec:
+            return None
+        total, n = self._reduce(axes, "sum", skipna)
+        return n, total
 
-def _source(x: Any) -> QuantisedTiles | None:
-    """The chunk's quantised tiles when a fused pass can answer for it: not read into floats
-    yet, and decoded with the reader's spec (no scaling or cast applied since)."""
-    src = x.unread
-    if isinstance(src, QuantisedTiles) and x.spec == src.spec:
-        return src
-    return None
+    def extrema(self, spec: Any, axes: tuple[int, ...], want_max: bool) -> tuple | None:
+        """``(value, valid count, NaN count)`` of the extremes over ``axes`` from the
+        integers; None for a chunk whose ``spec`` is not the reader's."""
+        if spec != self.spec:
+            return None
+        return self._reduce(axes, "max" if want_max else "min", False)
 
+    def _reduce(self, axes: tuple[int, ...], op: str, skipna: bool) -> tuple:
+        from dfits.kernels.tilereduce import reduce_tiles
 
-def fusable(x: Any) -> bool:
-    """True when the chunk's sums and extremes come from its quantised integers."""
-    return _source(x) is not None
-
-
-def fused_sum_count(x: Any, axes: tuple[int, ...], skipna: bool):
-    """``(n, total)`` of a quantised chunk over ``axes`` from its integers, or None when
-    the chunk is not one."""
-    src = _source(x)
-    if src is None:
-        return None
-    from dfits.kernels.tilereduce import reduce_tiles
-
-    total, n = reduce_tiles(
-        src.packed, src.shapes, src.firsts, src.quant, src.shape, axes, "sum", skipna,
-        src.spec.physical,
-    )  # fmt: skip
-    return n, total
-
-
-def fused_extrema(x: Any, axes: tuple[int, ...], want_max: bool):
-    """``(value, valid count, NaN count)`` of a quantised chunk's extremes over ``axes`` from
-    its integers, or None when the chunk is not one."""
-    src = _source(x)
-    if src is None:
-        return None
-    from dfits.kernels.tilereduce import reduce_tiles
-
-    op = "max" if want_max else "min"
-    return reduce_tiles(
-        src.packed, src.shapes, src.firsts, src.quant, src.shape, axes, op, False,
-        src.spec.physical,
-    )  # fmt: skip
+        return reduce_tiles(
+            self.packed, self.shapes, self.firsts, self.quant, self.shape, axes, op, skipna,
+            self.spec.physical,
+        )  # fmt: skip
