@@ -61,8 +61,8 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
     import dask
 
     import dfits
-    from dfits.array.tileplaces import fetch_spans
     from dfits.kernels import sum_count, tilegroup
+    from dfits.tiles.places import fetch_spans
 
     hdu = dfits.open(_image(tmpdir, side))[1]
     reader = hdu._block(raw=False)

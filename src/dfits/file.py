@@ -17,7 +17,6 @@ from dfits._display import figure, html_for
 from dfits.array.chunks import normalize, reduction_chunks
 from dfits.array.image import ImageReader
 from dfits.array.reader import dask_array
-from dfits.array.tiles import TileSection, align_chunks, tile_reader
 from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedError, where
 from dfits.format.compressed import image_header_of
 from dfits.format.geometry import check_shape
@@ -26,6 +25,7 @@ from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
 from dfits.table import TableAccess
+from dfits.tiles.reader import TileSection, align_chunks, tile_reader
 
 __all__ = ["HDU", "FitsFile", "open"]
 

@@ -14,7 +14,7 @@ import pytest
 
 import dfits
 from dfits.io.local import LocalSource
-from tests.array.test_tiles import _image, astropy_data
+from tests.tiles.test_reader import _image, astropy_data
 
 # 1024 tiles of 16 x 16 (a grid of 32 x 32): 8 KiB of table rows for RICE_1 integers
 SHAPE, TILE = (512, 512), (16, 16)
@@ -118,12 +118,12 @@ def test_whole_index_equals_per_row_lookups(tmp_path):
 
 
 def test_compressed_bytes_are_read_a_batch_at_a_time(tmp_path, reads, monkeypatch):
-    from dfits.array import tileplaces
+    from dfits.tiles import places
 
     want = _write(tmp_path / "t.fits", 16)
     hdu = dfits.open(tmp_path / "t.fits")[1]
     heap = hdu._block(raw=False).heap_offset
-    monkeypatch.setattr(tileplaces, "BATCH", 4096)  # a few tiles a batch
+    monkeypatch.setattr(places, "BATCH", 4096)  # a few tiles a batch
     reads.clear()
     np.testing.assert_array_equal(hdu.data.compute(), want)
     sizes = [n for o, n in reads if o >= heap]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.array import quantised
 from dfits.kernels import tilegroup
+from dfits.tiles import quantised
 
 
 def write(path, method: int, tile: tuple[int, int], dtype=np.float32):

@@ -10,7 +10,7 @@ import pytest
 
 import dfits
 from dfits.errors import DataError
-from tests.array.test_tiles import FPACK, FUNPACK, _image, astropy_data, check, needs_fpack
+from tests.tiles.test_reader import FPACK, FUNPACK, _image, astropy_data, check, needs_fpack
 
 CASES = [
     # (bitpix, shape, tile shape, astropy keywords)

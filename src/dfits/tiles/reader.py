@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.quantised import QuantisedTiles
 from dfits.array.stored import StoredChunk
-from dfits.array.tileplaces import (
+from dfits.errors import DataError
+from dfits.format.descriptors import Descriptors
+from dfits.io.ranges import bounding
+from dfits.tiles.places import (
     GAP,
     covering,
     extent,
@@ -36,9 +38,7 @@ from dfits.array.tileplaces import (
     rice_batches,
     tile_rows,
 )
-from dfits.errors import DataError
-from dfits.format.descriptors import Descriptors
-from dfits.io.ranges import bounding
+from dfits.tiles.quantised import QuantisedTiles
 
 __all__ = ["TileReader", "TileSection", "align_chunks", "tile_reader"]
 
@@ -96,7 +96,7 @@ class TileReader:
         group = self._group(rows, index, cover)
         if group is not None and group[3] is not None and self._fusable() and cover == region:
             # quantised floats stay integers until a reduction reads them (fused) or
-            # anything else asks for the floats: see dfits.array.quantised
+            # anything else asks for the floats: see dfits.tiles.quantised
             pending = QuantisedTiles(*group, counts, self.spec)
             return StoredChunk(None, self.spec, pending)
         stored = self.spec.stored

@@ -1,6 +1,6 @@
 """Damaged tile-compressed images: every failure is a DfitsError naming the HDU and the tile,
 never a crash, an out-of-bounds write or wrong values (issue 30's "Bad input" items not
-covered in ``test_tiles.py``)."""
+covered in ``test_reader.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import dfits
 from dfits.errors import DataError, DfitsError, HeaderError
-from tests.array.test_tiles import _tile_file
+from tests.tiles.test_reader import _tile_file
 
 
 def _descriptor(path, row: int) -> int:
