@@ -40,3 +40,26 @@ def write_table(
     fill = b" " if xtension == "TABLE" else b"\0"
     path.write_bytes(pad(b"".join(primary), b" ") + pad(b"".join(head), b" ") + pad(data, fill))
     return path
+
+
+def astropy_decoded(data, column):
+    """astropy's ``data[name]`` (a FITS_rec's column) under dfits' one decode: a column that
+    may hold nulls (TNULLn on B/I/J/K, blank or TNULLn fields of an ASCII integer column)
+    is float64 with NaN for them, where astropy's ``hdu.data`` keeps the stored integer (or
+    0 for an ASCII null) and its ``Table`` masks the cells of unscaled columns."""
+    import numpy as np
+
+    values = np.array(data[column.name])
+    if column.dtype.kind != "f" or column.code not in "BIJK":
+        return values
+    raw = np.asarray(data.base[column.name])  # numpy's view of the stored fields
+    if column.ascii:
+        text = np.char.strip(raw.astype("S"))
+        nulls = text == b""
+        if column.null:
+            nulls |= text == str(column.null).strip().encode()
+    elif isinstance(column.null, int):
+        nulls = raw == column.null
+    else:
+        return values
+    return np.where(nulls, np.nan, values.astype(np.float64))

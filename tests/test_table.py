@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dfits
+from tests.tablefiles import astropy_decoded
 
 astropy_fits = pytest.importorskip("astropy.io.fits")
 
@@ -58,8 +59,9 @@ def check_column(ours: np.ndarray, theirs, name: str) -> None:
 
 
 def _astropy(path, index, hdu):
-    """astropy's values per column, with TNULL of scaled integers as NaN (as its ``Table``
-    masks them); None for a column astropy cannot read (then fitsio is the oracle)."""
+    """astropy's values per column, with TNULLn (and blank ASCII integer fields) as NaN
+    (as its ``Table`` masks them); None for a column astropy cannot read (then fitsio is
+    the oracle)."""
     out = {}
     with astropy_fits.open(path) as ref:
         data = ref[index].data
@@ -72,10 +74,8 @@ def _astropy(path, index, hdu):
             except (ValueError, IndexError):
                 out[c.name] = None
                 continue
-            if c.dtype.kind == "f" and isinstance(c.null, int) and c.code in "BIJK":
-                # the stored integers: numpy's own view of the record bytes under the FITS_rec
-                raw = np.asarray(data.base[c.name])
-                values = np.where(raw == c.null, np.nan, values)
+            if c.code not in "PQ":
+                values = astropy_decoded(data, c)  # TNULLn and blank ASCII integers: NaN
             out[c.name] = values
     return out
 

@@ -11,7 +11,7 @@ import pytest
 
 import dfits
 from dfits.array.aggregations import reduce
-from tests.tablefiles import write_table
+from tests.tablefiles import astropy_decoded, write_table
 
 fits = pytest.importorskip("astropy.io.fits")
 
@@ -60,7 +60,8 @@ def test_aggregate_equals_astropy_and_each_column(tmp_path, how):
     assert list(got) == names
     with fits.open(path) as ref:
         for name in names:
-            want = _numpy(how, ref[1].data[name])
+            column = hdu.columns[hdu.colnames.index(name)]
+            want = _numpy(how, astropy_decoded(ref[1].data, column))  # J: TNULL -1 is NaN
             alone = reduce(hdu.column(name, 300), how).compute()
             assert got[name].dtype == alone.dtype, name
             rtol = 1e-5 if got[name].dtype == np.float32 else 1e-10
@@ -185,3 +186,18 @@ def test_remote_table_reduces_from_one_request_per_span(tmp_path):
         requests = http.gets("t.fits")[before:]
     assert got == want
     assert len([r for r in requests if r.status == 206]) == 3, requests
+
+
+def test_tnull_cells_are_nan_in_every_reduction(tmp_path):
+    """Issue 43's repro: an unscaled J with TNULLn reduces as the float64 column with NaN
+    (its nulls were summed as -999 and counted)."""
+    cols = [fits.Column("N", "J", null=-999, array=np.array([5, -999], np.int32))]
+    fits.BinTableHDU.from_columns(cols).writeto(tmp_path / "n.fits")
+    hdu = dfits.open(tmp_path / "n.fits")[1]
+    assert hdu.columns[0].dtype == np.float64
+    assert np.isnan(hdu["N"].sum().compute())
+    assert np.nansum(hdu["N"]).compute() == 5
+    (got,) = dask.compute({h: hdu.aggregate(h, ["N"])["N"] for h in ("count", "nansum", "sum")})
+    assert got["count"] == 1
+    assert got["nansum"] == 5
+    assert np.isnan(got["sum"])

@@ -87,10 +87,10 @@ def test_lazy_until_read(table_file, monkeypatch):
     from dfits.array.columns import ColumnReader
 
     calls = []
-    original = ColumnReader.rows_and_nulls
+    original = ColumnReader.rows
     monkeypatch.setattr(
         ColumnReader,
-        "rows_and_nulls",
+        "rows",
         lambda self, a, b: calls.append((self.column.name, a, b)) or original(self, a, b),
     )
     ds = xr.open_dataset(table_file, engine="dfits", hdu=1)

@@ -10,7 +10,7 @@ therefore reads each byte of the table once, where separate ``column(name).sum()
 and walk the rows once per column.
 
 Within a span, the sums and counts (``sum``, ``mean``, ``count`` and their ``nan`` forms) of
-every unscaled one-element B/I/J/K/E/D column come from one kernel pass over the rows
+every unscaled one-element B/I/J/K/E/D column without TNULLn come from one kernel pass over the rows
 (:mod:`dfits.kernels.fieldsums`). Other columns and reductions are reduced block by block
 (:data:`BLOCK_BYTES` of rows), every column of a block before the next block, so the second
 and later columns read rows the first one just brought into the cache.
@@ -36,6 +36,7 @@ import numpy as np
 from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
 from dfits.array.columns import ColumnReader
+from dfits.array.fields import kernel_spec
 from dfits.array.reader import dask_array
 from dfits.array.stored import StoredChunk
 from dfits.kernels import fieldsums
@@ -206,8 +207,10 @@ def _span_partials(block: np.ndarray, plan: _Plan, block_info: Any = None) -> np
 
 
 def _summable(reader: ColumnReader) -> bool:
+    # the kernel sums stored values as they are: no TNULLn (its cells are NaN), no scaling
     c = reader.column
-    return not c.ascii and not c.scaled and c.code in fieldsums.KINDS and c.shape == ()
+    spec = kernel_spec(c)
+    return spec is not None and spec.mode == "raw" and c.shape == ()
 
 
 def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list) -> None:
@@ -234,7 +237,7 @@ def _blocked(block: np.ndarray, plan: _Plan, rest: list[int], first: int, partia
         for k in rest:
             r = plan.readers[k]
             values, _ = r.values_at(flat, a * row_bytes + r.column.offset, row_bytes, m,
-                                    first + a, nulls=False)  # fmt: skip
+                                    first + a)  # fmt: skip
             if isinstance(values, StoredChunk) and not values.decoded:
                 values.spec.check()
             axes = tuple(range(np.ndim(values)))

@@ -26,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.fields import element_values, field_values, strings
+from dfits.array.fields import (
+    element_values,
+    field_integers,
+    field_values,
+    integer_dtype,
+    nullable,
+    strings,
+    with_nan,
+)
 from dfits.errors import DataError
 from dfits.format.columns import Column
 from dfits.format.tform import BINARY_WIDTH
@@ -69,33 +77,43 @@ class ColumnReader:
         return values
 
     def rows(self, first: int, stop: int) -> Any:
-        """Values of rows ``first`` to ``stop``."""
-        values, _ = self.rows_and_nulls(first, stop)
+        """Values of rows ``first`` to ``stop`` (float64 with NaN for null cells)."""
+        n = stop - first
+        buf, start, stride = self._field_bytes(first, n)
+        values, _ = self.values_at(buf, start, stride, n, first)
         return values
 
     def rows_and_nulls(self, first: int, stop: int) -> tuple[Any, np.ndarray | None]:
-        """Values of rows ``first`` to ``stop`` and which of them are TNULL (None: none can
-        be): what a DataFrame needs for its nullable integers."""
+        """Rows ``first`` to ``stop`` as a DataFrame or Arrow table takes them: the values,
+        except that a :func:`~dfits.array.fields.nullable` column gives its integers
+        (:func:`~dfits.array.fields.integer_dtype`), and which cells are null (TNULLn, a
+        blank ASCII field; None: none can be)."""
         n = stop - first
         buf, start, stride = self._field_bytes(first, n)
-        return self.values_at(buf, start, stride, n, first)
+        return self.values_at(buf, start, stride, n, first, frame=True)
 
     def values_at(
-        self, buf: np.ndarray, start: int, stride: int, n: int, first: int, nulls: bool = True
+        self, buf: np.ndarray, start: int, stride: int, n: int, first: int, frame: bool = False
     ) -> tuple[Any, np.ndarray | None]:
-        """Values and TNULL flags (as :meth:`rows_and_nulls`; no flags unless ``nulls``) of
-        the ``n`` rows from row ``first`` whose field bytes start at ``buf[start]``,
-        ``stride`` bytes apart: lets a caller that holds a span of whole rows (several
-        columns' reduction) decode each field from the one buffer."""
+        """The values of the ``n`` rows from row ``first`` whose field bytes start at
+        ``buf[start]``, ``stride`` bytes apart (as :meth:`rows`, null flags None), or with
+        ``frame`` as :meth:`rows_and_nulls` gives them: lets a caller that holds a span of
+        whole rows (several columns' reduction) decode each field from the one buffer."""
         c = self.column
         if c.ascii:
-            return self._ascii(buf, start, stride, n, first)
+            values, nulls = self._ascii(buf, start, stride, n, first)
+            if c.code == "I":
+                values = values.astype(integer_dtype(c)) if frame else with_nan(values, nulls)
+            return values, (nulls if frame else None)
         if c.code in "PQ":
             return self._arrays(buf, start, stride, n, first), None
-        values = field_values(buf, start, stride, n, c)
-        if nulls and isinstance(c.null, int) and not c.scaled and c.code in "BIJK":
-            return values, np.asarray(values) == c.null
-        return values, None
+        if frame and isinstance(c.null, int) and (nullable(c) or c.dtype.kind == "f"):
+            # TNULLn applies (the unsigned and int8 conventions ignore it, as astropy does)
+            ints, nulls = field_integers(buf, start, stride, n, c)
+            if nullable(c):
+                return ints, nulls
+            return field_values(buf, start, stride, n, c), nulls
+        return field_values(buf, start, stride, n, c), None
 
     def _field_bytes(self, first: int, n: int) -> tuple[np.ndarray, int, int]:
         """A flat uint8 array holding the field of rows ``first`` to ``first + n``, where
@@ -135,7 +153,7 @@ class ColumnReader:
             text = bytes(buf[start + i * stride : start + i * stride + c.width])
             out[i] = self._slow(text, status[i], floats, first + int(i))
         nulls = status == asciiparse.NULL
-        return out.astype(c.dtype, copy=False), (nulls if nulls.any() else None)
+        return out, (nulls if nulls.any() else None)
 
     def _slow(self, text: bytes, status: int, floats: bool, row: int) -> float:
         from dfits.kernels import asciiparse

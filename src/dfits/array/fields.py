@@ -11,8 +11,12 @@ astropy computes ``hdu.data[name]``:
 * A: ``str``, trailing blanks and NULs stripped (astropy's chararray);
 * C/M: complex; TSCALn/TZEROn other than the unsigned conventions: float64, computed as
   ``stored * scale + zero`` in float64;
-* TNULLn on a scaled integer column: NaN (astropy's ``Table`` masks them); on an unscaled
-  one the stored integer is kept (as ``hdu.data`` does), and the DataFrame marks it missing.
+* TNULLn on a B/I/J/K column, scaled or not, and a blank (or TNULLn) field of an ASCII
+  integer column: the column is float64 and those cells are NaN (:func:`nullable`: the one
+  decode every numpy, dask and xarray route gives). DataFrames and Arrow take the stored
+  integers and the null flags instead (:func:`field_integers`), so that their nullable
+  integer types keep every value exact. The unsigned and int8 conventions ignore TNULLn,
+  as astropy does (and as images ignore BLANK): their values are integers.
 """
 
 from __future__ import annotations
@@ -28,22 +32,63 @@ from dfits.format.columns import Column
 from dfits.format.dtypes import DecodeSpec
 from dfits.format.tform import STORED, is_unsigned_zero
 
-__all__ = ["element_values", "field_values", "kernel_spec", "strings"]
+__all__ = [
+    "element_values",
+    "field_integers",
+    "field_values",
+    "integer_dtype",
+    "kernel_spec",
+    "nullable",
+    "strings",
+    "with_nan",
+]
 
 _BITPIX = {"B": 8, "I": 16, "J": 32, "K": 64, "E": -32, "D": -64}
+
+
+def nullable(column: Column) -> bool:
+    """True for an integer column whose cells may be null: TNULLn on unscaled B/I/J/K, and
+    every ASCII integer column (a blank field is null). Its values are float64 with NaN for
+    the nulls (``column.dtype``); a DataFrame holds them as :func:`integer_dtype` integers
+    with a mask. (Scaled columns are float64 anyway; their TNULLn cells are NaN.)"""
+    if column.ascii:
+        return column.code == "I"
+    return isinstance(column.null, int) and not column.scaled and column.code in "BIJK"
+
+
+def integer_dtype(column: Column) -> np.dtype:
+    """The integer dtype of a :func:`nullable` column's non-null values (pandas, Arrow):
+    the stored type of a binary field, for ASCII astropy's choice by field width."""
+    if column.ascii:
+        width = column.form.width
+        return np.dtype("i2" if width <= 4 else "i4" if width <= 9 else "i8")
+    return STORED[column.code].newbyteorder("=")
+
+
+def with_nan(values: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
+    """``values`` as float64 with NaN where ``nulls``: the numpy form of a column whose
+    cells may be null (the one place that turns null flags into NaN)."""
+    out = np.asarray(values).astype(np.float64)
+    if nulls is not None:
+        out[nulls] = np.nan
+    return out
 
 
 def kernel_spec(column: Column) -> DecodeSpec | None:
     """The decode spec under which the kernels compute exactly astropy's values, or None.
 
-    Unscaled B/I/J/K/E/D, the unsigned and int8 offsets, and scaled J/K (float64 arithmetic,
-    TNULLn → NaN) qualify. Scaled B/I/E/D do not: the kernels compute those in float32, and
-    astropy's tables use float64.
+    Unscaled B/I/J/K/E/D, the unsigned and int8 offsets, and J/K that are scaled or carry
+    TNULLn (float64 arithmetic, TNULLn → NaN) qualify. Scaled or TNULLn B/I and scaled
+    E/D do not: the kernels compute those in float32, and astropy's tables use float64.
     """
     code = column.code
     if column.ascii or code not in _BITPIX:
         return None
     bitpix = _BITPIX[code]
+    if nullable(column):
+        if code in "JK":
+            return DecodeSpec(bitpix, column.dtype, "scaled", 1.0, 0.0, column.null)
+        return None
     if not column.scaled:
         return DecodeSpec(bitpix, column.dtype)
     if is_unsigned_zero(code, column.scale, column.zero):
@@ -78,6 +123,22 @@ def field_values(buf: np.ndarray, start: int, stride: int, n: int, column: Colum
     return element_values(field, column, column.code, column.shape)
 
 
+def field_integers(
+    buf: np.ndarray, start: int, stride: int, n: int, column: Column
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stored integers of a binary :func:`nullable` column and which cells are TNULLn
+    (arguments as :func:`field_values`): what a DataFrame's nullable integers hold."""
+    width = column.width
+    if n == 0 or width == 0:
+        field = np.zeros((n, width), np.uint8)
+    else:
+        field = as_strided(buf[start:], (n, width), (stride, 1), writeable=False)
+    stored = STORED[column.code]
+    values = np.ascontiguousarray(field).view(stored).reshape((n, *column.shape))
+    ints = values.astype(stored.newbyteorder("="))
+    return ints, ints == column.null
+
+
 def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[int, ...]):
     """Decode ``field`` (``(n, bytes)`` uint8) holding ``code`` elements into cells of
     ``shape``; shared by fixed fields and variable-length arrays."""
@@ -97,7 +158,7 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
     values = np.ascontiguousarray(field).view(stored).reshape((n, *shape))
     # a table field is interleaved with the row's other fields, so no kernel reads it in place:
     # this one numpy pass is the swap (and the copy out of the rows) together
-    if not column.scaled or code in "CM":
+    if not (column.scaled or nullable(column)) or code in "CM":
         return values.astype(stored.newbyteorder("="))
     if is_unsigned_zero(code, column.scale, column.zero):
         # the offset of 2**(n-1) (or -128 on bytes) is a flip of the top bit
@@ -105,13 +166,14 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
         native = values.astype(stored.newbyteorder("=")).view(f"u{size}")
         flipped = native ^ np.array(1 << (8 * size - 1), f"u{size}")
         return flipped.view(np.int8) if code == "B" else flipped
+    nulls = values == column.null if isinstance(column.null, int) and code in "BIJK" else None
     out = values.astype(np.float64)
     if column.scale != 1:
         out *= column.scale
     if column.zero != 0:
         out += column.zero
-    if isinstance(column.null, int) and code in "BIJK":
-        out[values == column.null] = np.nan
+    if nulls is not None:
+        out[nulls] = np.nan
     return out
 
 

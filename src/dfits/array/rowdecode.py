@@ -4,7 +4,8 @@ The contract: :func:`decode_columns` takes the :class:`~dfits.array.columns.Colu
 several columns of one table and a row range, and returns, for each column it can take (a
 binary one-element B/I/J/K/E/D column, unscaled or under the unsigned / int8 convention, of
 a file that can be mapped: :func:`decodable`), a new native array of its physical values,
-equal to what ``np.asarray(reader.rows(first, stop))`` gives.
+equal to what ``np.asarray(reader.rows_and_nulls(first, stop)[0])`` gives (a column with
+TNULLn: its stored integers).
 
 Why: the general path decodes one column at a time, each first copied out of the strided
 rows and then swapped; for a whole table of narrow rows that walks the table's memory once
@@ -22,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dfits.array.columns import ColumnReader
+from dfits.array.fields import integer_dtype, nullable
+from dfits.format.columns import Column
 from dfits.format.tform import is_unsigned_zero
 
 __all__ = ["decodable", "decode_columns"]
@@ -41,6 +44,10 @@ def decodable(reader: ColumnReader) -> bool:
     return not c.scaled or is_unsigned_zero(c.code, c.scale, c.zero)
 
 
+def _dtype(column: Column) -> np.dtype:
+    return integer_dtype(column) if nullable(column) else column.dtype
+
+
 def _flip(reader: ColumnReader) -> int:
     """The bit that the unsigned and int8 conventions flip (adding TZERO), else 0."""
     c = reader.column
@@ -56,7 +63,8 @@ def decode_columns(
 
     picked = [k for k, r in enumerate(readers) if decodable(r)]
     n = stop - first
-    outs = {k: np.empty(max(n, 0), readers[k].column.dtype) for k in picked}
+    # a nullable column comes out as its stored integers: the caller flags the TNULLn cells
+    outs = {k: np.empty(max(n, 0), _dtype(readers[k].column)) for k in picked}
     if not picked or n <= 0:
         return outs
     r0 = readers[0]

@@ -6,12 +6,15 @@ holds the readers and a row range, never data.
 
 Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it has an answer:
 
-* integers with TNULLn (and every ASCII integer column, whose blank fields are null):
-  pandas' nullable ``Int16``/``Int32``/``Int64``/``UInt16``/... with ``<NA>``; Arrow nulls;
+* integers with TNULLn (and every ASCII integer column, whose blank fields are null; float64
+  with NaN in numpy, :func:`dfits.array.fields.nullable`): pandas' nullable
+  ``Int16``/``Int32``/``Int64``/``UInt8``/... with ``<NA>``; Arrow integers with nulls;
+  scaled integers with TNULLn: float64 with NaN in pandas, Arrow nulls;
 * L: ``bool``; A: ``str`` with trailing blanks stripped (as astropy);
 * multi-element cells (repeat > 1, TDIMn, X bits): pandas ``object`` holding one numpy array
-  per row, Arrow ``fixed_size_list`` of the flattened cell (the cell shape is in the field's
-  metadata, ``tdim``);
+  per row (the cell as ``hdu.column`` gives it: float64 with NaN under TNULLn), Arrow
+  ``fixed_size_list`` of the flattened cell (the cell shape is in the field's metadata,
+  ``tdim``);
 * variable-length arrays (P/Q): ``object`` holding one numpy array per row (shaped by a
   TDIMn as astropy shapes them); Arrow ``list`` of the flattened array, the shape in the
   field's metadata (``array_shape``, ``-1`` for the length);
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dfits.array.columns import ColumnReader
+from dfits.array.fields import nullable, with_nan
 from dfits.array.rowdecode import decode_columns
 
 if TYPE_CHECKING:
@@ -61,13 +65,6 @@ def default_rows(readers: Sequence[ColumnReader]) -> int:
     return max(int(target // per_row), 1)
 
 
-def _nullable(reader: ColumnReader) -> bool:
-    c = reader.column
-    if c.ascii:
-        return c.code == "I"
-    return isinstance(c.null, int) and not c.scaled and c.code in "BIJK"
-
-
 def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) -> Any:
     import pandas as pd
 
@@ -75,11 +72,13 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
     values = np.asarray(values)
     n = values.shape[0]
     if values.ndim > 1 or c.code in "PQ":
+        if nullable(c):
+            values = with_nan(values, nulls)  # the cells as hdu.column gives them
         out = np.empty(n, dtype=object)
         for i in range(n):
             out[i] = values[i]
         return out
-    if _nullable(reader):
+    if nullable(c):
         mask = np.zeros(n, bool) if nulls is None else nulls
         return pd.arrays.IntegerArray(values, mask)
     return values
@@ -100,7 +99,7 @@ def to_pandas(
         if k in native:
             values = native[k]
             c = r.column
-            nulls = values == c.null if _nullable(r) and isinstance(c.null, int) else None
+            nulls = values == c.null if nullable(c) else None
         else:
             values, nulls = r.rows_and_nulls(first, stop)
         data[r.column.name] = _series_values(r, values, nulls)

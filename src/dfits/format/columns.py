@@ -224,6 +224,11 @@ def _column(header: Header, n: int, ascii: bool, offset: int, where: str) -> Col
         dtype = np.dtype("i2" if form.width <= 4 else "i4" if form.width <= 9 else "i8")
     elif ascii and code in "FED":
         dtype = np.dtype("f8")
+    unscaled = scale == 1 and zero == 0
+    if (ascii and code == "I") or (null is not None and unscaled and dtype.kind in "iu"):
+        # values that may be null (TNULLn, or a blank ASCII field) are float64 with NaN
+        # for them, as astropy's Table gives a scaled integer column (DESIGN: one decode)
+        dtype = np.dtype("f8")
     if form.code == "A" and not ascii:
         shape = shape[:-1]
     unit = unit.strip() if isinstance(unit, str) else None

@@ -10,9 +10,9 @@ arrays in the column's row chunks (``preferred_chunks``), so memory stays one ch
   in numpy order (TDIMn reversed), as astropy's ``Table`` shapes them.
 * TUNITn is the ``units`` attribute; TFORMn, TDIMn and the column number are attributes too.
 * Integer columns that can hold nulls (TNULLn on B/I/J/K, and ASCII integer columns, whose
-  blank fields are null) are floats with NaN for the nulls, as xarray decodes CF integers with
-  a ``_FillValue`` (``float32`` for 8- and 16-bit integers, else ``float64``); the integer
-  dtype and TNULLn are in ``encoding`` (``dtype``, ``_FillValue``).
+  blank fields are null) are float64 with NaN for the nulls, exactly as ``hdu.column`` gives
+  them (one decode, :func:`dfits.array.fields.nullable`); the integer dtype and TNULLn are in
+  ``encoding`` (``dtype``, ``_FillValue``).
 * A columns are ``str`` with trailing blanks stripped; L columns ``bool``; X columns ``bool``
   bits.
 * Variable-length arrays (P/Q) are ``object`` variables holding one numpy array per row, as
@@ -28,22 +28,11 @@ import xarray as xr
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
+from dfits.array.fields import integer_dtype, nullable
 from dfits.array.tables import column_chunks
 from dfits.xarray.files import open_file
 
 __all__ = ["ColumnArray", "table_dataset"]
-
-
-def _nullable(column: Any) -> bool:
-    """True for an integer column whose values may be null (TNULLn, blank ASCII fields)."""
-    if column.ascii:
-        return column.code == "I"
-    return isinstance(column.null, int) and not column.scaled and column.code in "BIJK"
-
-
-def _masked_dtype(dtype: np.dtype) -> np.dtype:
-    # xarray's CF rule: small integers fit float32 exactly, wider ones need float64
-    return np.dtype(np.float32 if dtype.itemsize <= 2 else np.float64)
 
 
 class ColumnArray(BackendArray):
@@ -54,9 +43,7 @@ class ColumnArray(BackendArray):
         self.storage_options = storage_options
         reader = self._reader()
         self.shape = reader.shape
-        self.stored_dtype = np.dtype(reader.dtype)
-        self.masked = _nullable(reader.column)
-        self.dtype = _masked_dtype(self.stored_dtype) if self.masked else self.stored_dtype
+        self.dtype = np.dtype(reader.dtype)
 
     def _reader(self) -> Any:
         return open_file(self.path, self.storage_options)[self.hdu].column_reader(self.name)
@@ -73,12 +60,7 @@ class ColumnArray(BackendArray):
         if squeeze:
             rows = slice(int(rows), int(rows) + 1)
         first, stop, step = rows.indices(self.shape[0])
-        values, nulls = self._reader().rows_and_nulls(first, max(stop, first))
-        values = np.asarray(values)
-        if self.masked:
-            values = values.astype(self.dtype)
-            if nulls is not None:
-                values[nulls] = np.nan
+        values = np.asarray(self._reader().rows(first, max(stop, first)))
         values = values[(slice(None, None, step), *cell)]
         # [0, ...] keeps a 0-d array: a variable-length cell must not become the array itself
         return values[0, ...] if squeeze else values
@@ -93,8 +75,8 @@ def _variable(path: str, h: Any, column: Any, storage_options: dict | None) -> x
     if len(column.shape) > 1:
         attrs["tdim"] = "(" + ",".join(str(n) for n in column.shape[::-1]) + ")"
     var = xr.Variable(dims, indexing.LazilyIndexedArray(data), attrs)
-    if data.masked:
-        var.encoding.update(dtype=data.stored_dtype, _FillValue=column.null)
+    if nullable(column):
+        var.encoding.update(dtype=integer_dtype(column), _FillValue=column.null)
     rows = column_chunks(h.column_reader(column.name), None)[0]
     var.encoding["preferred_chunks"] = {"row": rows[0]}
     return var
