@@ -1,0 +1,92 @@
+"""Exact lazy medians against numpy and astropy: every float kind, NaN, infinities, ties."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from astropy.stats import median_absolute_deviation
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dfits.cube.medians import median_deviation, nanmedian
+from dfits.kernels.histogram import key_counts, key_counts_oracle, key_of
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(-1e6, 1e6),
+            st.just(float("nan")),
+            st.sampled_from([0.0, -0.0, 1.0, float("inf"), float("-inf"), 1e-310]),
+        ),
+        min_size=1,
+        max_size=300,
+    ),
+    chunk=st.integers(1, 50),
+    dtype=st.sampled_from(["f4", "f8", "i2"]),
+)
+def test_medians_equal_numpy_and_astropy(values, chunk, dtype):
+    v = np.array(values)
+    if dtype == "i2":
+        v = np.nan_to_num(v, posinf=7, neginf=-7).clip(-3e4, 3e4)
+    v = v.astype(dtype)
+    x = da.from_array(v, chunks=chunk)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's all-NaN and inf - inf notes
+        _same(nanmedian(x).compute(), np.nanmedian(v))
+        _same(median_deviation(x).compute(), median_absolute_deviation(v, ignore_nan=True))
+
+
+def test_medians_of_nothing_and_of_a_scalar():
+    nothing = da.from_array(np.full((3, 4), np.nan, np.float32), chunks=2)
+    assert np.isnan(nanmedian(nothing).compute())
+    assert np.isnan(median_deviation(nothing).compute())
+    assert nanmedian(da.from_array(np.float64(2.5))).compute() == 2.5
+
+
+def test_medians_are_lazy_and_pass_over_the_chunks_a_fixed_number_of_times(monkeypatch):
+    import dfits.kernels.histogram as histogram
+
+    calls = []
+    real = histogram.key_counts
+
+    def counted(*args):
+        calls.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(histogram, "key_counts", counted)
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((6, 10, 10)).astype(np.float32)
+    v[v > 1.5] = np.nan
+    x = da.from_array(v, chunks=(2, 5, 10))
+    for kind, passes in ((np.float32, 4), (np.float64, 8)):
+        lazy = median_deviation(x.astype(kind))
+        assert not calls
+        got = lazy.compute()
+        assert got == median_absolute_deviation(v.astype(kind), ignore_nan=True)
+        assert len(calls) == passes * x.npartitions
+        calls.clear()
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+@pytest.mark.parametrize("centre", [None, 0.5])
+def test_key_counts_equal_the_oracle(dtype, centre):
+    rng = np.random.default_rng(5)
+    v = (rng.standard_normal(5000) * 10).astype(dtype)
+    v[::9], v[1], v[2], v[3], v[4] = np.nan, np.inf, -np.inf, -0.0, 1e-40
+    width = 8 * v.itemsize
+    first = key_of(v[5:6])[0]
+    for shift in range(0, width, 16):
+        above = int(first) >> (shift + 16) if shift + 16 < width else 0
+        prefixes = np.array([above, 3], first.dtype)
+        want = key_counts_oracle(v, centre, shift, prefixes)
+        np.testing.assert_array_equal(key_counts(v, centre, shift, prefixes), want)
