@@ -26,7 +26,6 @@ RANK = {
     "array": 4,
     "section": 4,
     "tables": 5,
-    "table": 5,
     "tiles": 5,
     "fft": 5,
     "file": 6,
@@ -49,7 +48,6 @@ FORBIDDEN = {
     "array": {"xarray"},
     "section": {"xarray"},
     "tables": {"xarray"},
-    "table": {"xarray"},
     "tiles": {"xarray"},
     "write": {"xarray"},
 }

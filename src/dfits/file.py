@@ -24,7 +24,7 @@ from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
-from dfits.table import TableAccess
+from dfits.tables.access import TableAccess
 from dfits.tiles.reader import TileSection, align_chunks, tile_reader
 
 __all__ = ["HDU", "FitsFile", "open"]
@@ -34,7 +34,7 @@ _IMAGE_KINDS = ("primary", "image", "compressed_image")
 
 class HDU(TableAccess):
     """One header-data unit: header, geometry and lazy access to the data (tables: see
-    :class:`dfits.table.TableAccess`)."""
+    :class:`dfits.tables.access.TableAccess`)."""
 
     # A file may hold 10,000 of these; no per-instance dict.
     __slots__ = ("_file", "layout")
@@ -216,7 +216,7 @@ class FitsFile(Sequence[HDU]):
         self.source = source
         self.layout = layout
         self.chunks = chunks
-        #: parsed table columns by HDU index (:mod:`dfits.table`)
+        #: parsed table columns by HDU index (:mod:`dfits.tables.access`)
         self.tables: dict[int, Any] = {}
         # wrappers are made on first access: a 10,000-HDU file should not pay for them at open
         self._hdus: list[HDU | None] = [None] * len(layout.hdus)

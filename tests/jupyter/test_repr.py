@@ -105,7 +105,7 @@ def test_hooks_when_installed(cube_path, no_data):
 
 
 def test_table_hdu_lists_columns(no_data):
-    from dfits.array.columns import ColumnReader
+    from dfits.tables.columns import ColumnReader
 
     def boom(*args, **kwargs):
         raise AssertionError("a repr read column data")

@@ -84,7 +84,7 @@ def test_dataset_equals_astropy_table(table_file):
 
 
 def test_lazy_until_read(table_file, monkeypatch):
-    from dfits.array.columns import ColumnReader
+    from dfits.tables.columns import ColumnReader
 
     calls = []
     original = ColumnReader.rows
@@ -172,12 +172,12 @@ CORPUS_TABLES = [
 @pytest.mark.filterwarnings("ignore::astropy.utils.exceptions.AstropyWarning")
 def test_corpus_tables_equal_astropy(name, hdu):
     import dfits
-    from tests.test_table import _astropy, _fitsio, check_column
+    from tests.tables.test_access import _astropy, _fitsio, check_column
 
     path = f"{CORPUS}/{name}"
     ds = xr.open_dataset(path, engine="dfits", hdu=hdu)
     h = dfits.open(path)[hdu]
-    # astropy's FITS_rec values, TNULL of scaled integers as NaN (see tests/test_table.py)
+    # astropy's FITS_rec values, TNULL of scaled integers as NaN (see tests/tables/test_access.py)
     expected = _astropy(path, hdu, h)
     assert list(ds.data_vars) == h.colnames
     for c in h.columns:

@@ -11,7 +11,7 @@ arrays in the column's row chunks (``preferred_chunks``), so memory stays one ch
 * TUNITn is the ``units`` attribute; TFORMn, TDIMn and the column number are attributes too.
 * Integer columns that can hold nulls (TNULLn on B/I/J/K, and ASCII integer columns, whose
   blank fields are null) are float64 with NaN for the nulls, exactly as ``hdu.column`` gives
-  them (one decode, :func:`dfits.array.fields.nullable`); the integer dtype and TNULLn are in
+  them (one decode, :func:`dfits.tables.fields.nullable`); the integer dtype and TNULLn are in
   ``encoding`` (``dtype``, ``_FillValue``).
 * A columns are ``str`` with trailing blanks stripped; L columns ``bool``; X columns ``bool``
   bits.
@@ -28,8 +28,8 @@ import xarray as xr
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from dfits.array.fields import integer_dtype, nullable
-from dfits.array.tables import column_chunks
+from dfits.tables.fields import integer_dtype, nullable
+from dfits.tables.frames import column_chunks
 from dfits.xarray.files import open_file
 
 __all__ = ["ColumnArray", "table_dataset"]

@@ -1,13 +1,13 @@
 """Whole tables: dask arrays per column, pandas and Arrow tables, dask DataFrames.
 
-The contract: every function here takes :class:`~dfits.array.columns.ColumnReader` records
+The contract: every function here takes :class:`~dfits.tables.columns.ColumnReader` records
 (one per column, all of one HDU) and reads rows through them, so a DataFrame partition task
 holds the readers and a row range, never data.
 
 Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it has an answer:
 
 * integers with TNULLn (and every ASCII integer column, whose blank fields are null; float64
-  with NaN in numpy, :func:`dfits.array.fields.nullable`): pandas' nullable
+  with NaN in numpy, :func:`dfits.tables.fields.nullable`): pandas' nullable
   ``Int16``/``Int32``/``Int64``/``UInt8``/... with ``<NA>``; Arrow integers with nulls;
   scaled integers with TNULLn: float64 with NaN in pandas, Arrow nulls;
 * L: ``bool``; A: ``str`` with trailing blanks stripped (as astropy);
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dfits.array.columns import ColumnReader
-from dfits.array.fields import nullable, with_nan
-from dfits.array.rowdecode import decode_columns
+from dfits.tables.columns import ColumnReader
+from dfits.tables.fields import nullable, with_nan
+from dfits.tables.rowdecode import decode_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,7 +89,7 @@ def to_pandas(
 ):
     """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame; the
     plain numeric columns are swapped out of the rows together on ``threads`` threads
-    (:mod:`dfits.array.rowdecode`)."""
+    (:mod:`dfits.tables.rowdecode`)."""
     import pandas as pd
 
     stop = readers[0].nrows if stop is None and readers else (stop or 0)

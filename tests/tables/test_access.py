@@ -13,7 +13,7 @@ from tests.tablefiles import astropy_decoded
 
 astropy_fits = pytest.importorskip("astropy.io.fits")
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus")
 
@@ -136,7 +136,7 @@ def test_dataframe_dtypes_and_parquet(tmp_path):
 
 @pytest.mark.parametrize(("path", "index"), TABLES)
 def test_column_rows_match_astropy_coldefs(path, index):
-    from dfits.table import column_rows, columns_text
+    from dfits.tables.access import column_rows, columns_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

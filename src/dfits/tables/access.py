@@ -3,7 +3,7 @@
 The contract: :class:`TableAccess` gives an HDU of kind ``bintable`` or ``table`` its column
 descriptions (parsed from the header on first use, :func:`dfits.format.columns.parse_table`)
 and lazy or eager views of its rows, all through one
-:class:`~dfits.array.columns.ColumnReader` per column. Tile-compressed tables
+:class:`~dfits.tables.columns.ColumnReader` per column. Tile-compressed tables
 (``ZTABLE = T``) are refused with :class:`~dfits.errors.UnsupportedError` naming the HDU;
 tile-compressed images are ``compressed_image`` HDUs, not tables.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dfits.array.columns import ColumnReader
 from dfits.array.reader import dask_array
-from dfits.array.tables import column_chunks, to_arrow, to_dask_dataframe, to_pandas
 from dfits.errors import HeaderError, UnsupportedError
 from dfits.format.columns import Column, TableLayout, parse_table
+from dfits.tables.columns import ColumnReader
+from dfits.tables.frames import column_chunks, to_arrow, to_dask_dataframe, to_pandas
 
 __all__ = ["TABLE_KINDS", "TableAccess", "column_rows", "columns_text", "table_layout"]
 
@@ -150,7 +150,7 @@ class TableAccess:
     ):
         """The table (or ``columns``) as a lazy dask DataFrame, ``rows_per_partition`` rows
         per partition (by default about dask's ``array.chunk-size`` of values); see
-        :mod:`dfits.array.tables` for the dtypes."""
+        :mod:`dfits.tables.frames` for the dtypes."""
         return to_dask_dataframe(self._readers(columns), rows_per_partition)
 
     def aggregate(
@@ -194,7 +194,7 @@ class TableAccess:
         >>> sums = hdu.aggregate("sum", ["FLUX", "ENERGY"])  # doctest: +SKIP
         >>> dask.compute(sums)[0]["FLUX"]  # doctest: +SKIP
         """
-        from dfits.array.colreduce import reduce_columns
+        from dfits.tables.reduce import reduce_columns
 
         if columns is None:
             numeric = [c.name for c in self.columns if c.code not in "PQ" and c.dtype.kind in "iuf"]

@@ -13,7 +13,7 @@ gather only the field's bytes of each row, coalesced) and returns the field's va
   from the heap; a descriptor pointing outside the heap is a ``DataError``), shaped by a
   TDIMn of two or more axes as astropy shapes them (``(-1, *TDIM[-2::-1])``; an array whose
   length does not fit is a ``DataError``);
-* everything else is decoded by :mod:`dfits.array.fields`.
+* everything else is decoded by :mod:`dfits.tables.fields`.
 
 It implements :class:`dfits.array.reader.Reader`.
 """
@@ -26,7 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.fields import (
+from dfits.errors import DataError
+from dfits.format.columns import Column
+from dfits.format.tform import BINARY_WIDTH
+from dfits.io.ranges import Runs
+from dfits.tables.fields import (
     element_values,
     field_integers,
     field_values,
@@ -35,10 +39,6 @@ from dfits.array.fields import (
     strings,
     with_nan,
 )
-from dfits.errors import DataError
-from dfits.format.columns import Column
-from dfits.format.tform import BINARY_WIDTH
-from dfits.io.ranges import Runs
 
 __all__ = ["ColumnReader"]
 
@@ -85,8 +85,8 @@ class ColumnReader:
 
     def rows_and_nulls(self, first: int, stop: int) -> tuple[Any, np.ndarray | None]:
         """Rows ``first`` to ``stop`` as a DataFrame or Arrow table takes them: the values,
-        except that a :func:`~dfits.array.fields.nullable` column gives its integers
-        (:func:`~dfits.array.fields.integer_dtype`), and which cells are null (TNULLn, a
+        except that a :func:`~dfits.tables.fields.nullable` column gives its integers
+        (:func:`~dfits.tables.fields.integer_dtype`), and which cells are null (TNULLn, a
         blank ASCII field; None: none can be)."""
         n = stop - first
         buf, start, stride = self._field_bytes(first, n)

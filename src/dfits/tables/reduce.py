@@ -1,6 +1,6 @@
 """Reductions of several columns of one table in one pass over each row span.
 
-The contract: :func:`reduce_columns` takes the :class:`~dfits.array.columns.ColumnReader` of
+The contract: :func:`reduce_columns` takes the :class:`~dfits.tables.columns.ColumnReader` of
 each column (all of one HDU) and an entry of :data:`~dfits.array.aggregations.AGGREGATIONS`,
 and gives one lazy 0-d dask array per column. The arrays share one graph: the table's rows
 through the reader seam (:class:`RowsReader`, an ``(nrows, row_bytes)`` ``uint8`` array
@@ -19,7 +19,7 @@ Remote files: each span's whole rows come in one ranged request (not only the co
 bytes, as ``hdu.column`` fetches them), so this suits tables whose requested columns are a
 fair share of the row.
 
-Values are exactly those of :meth:`~dfits.array.columns.ColumnReader.read` (the stored kernel
+Values are exactly those of :meth:`~dfits.tables.columns.ColumnReader.read` (the stored kernel
 fields stay stored, others are decoded as ``hdu.column(name)`` decodes them), so each result
 equals the same reduction of ``hdu.column(name)``.
 """
@@ -35,11 +35,11 @@ import numpy as np
 
 from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
-from dfits.array.columns import ColumnReader
-from dfits.array.fields import kernel_spec
 from dfits.array.reader import dask_array
 from dfits.array.stored import StoredChunk
 from dfits.kernels import fieldsums
+from dfits.tables.columns import ColumnReader
+from dfits.tables.fields import kernel_spec
 
 if TYPE_CHECKING:
     import dask.array as da

@@ -1,6 +1,6 @@
 """Whole numeric columns of a block of rows, swapped into native arrays in one pass.
 
-The contract: :func:`decode_columns` takes the :class:`~dfits.array.columns.ColumnReader` of
+The contract: :func:`decode_columns` takes the :class:`~dfits.tables.columns.ColumnReader` of
 several columns of one table and a row range, and returns, for each column it can take (a
 binary one-element B/I/J/K/E/D column, unscaled or under the unsigned / int8 convention, of
 a file that can be mapped: :func:`decodable`), a new native array of its physical values,
@@ -22,10 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from dfits.array.columns import ColumnReader
-from dfits.array.fields import integer_dtype, nullable
 from dfits.format.columns import Column
 from dfits.format.tform import is_unsigned_zero
+from dfits.tables.columns import ColumnReader
+from dfits.tables.fields import integer_dtype, nullable
 
 __all__ = ["decodable", "decode_columns"]
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.array import rowdecode
+from dfits.tables import rowdecode
 
 fits = pytest.importorskip("astropy.io.fits")
 pd = pytest.importorskip("pandas")
