@@ -112,7 +112,9 @@ def _partition(bounds: tuple[int, int], readers: Sequence[ColumnReader]) -> pd.D
 
 
 def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int | None = None):
-    """A lazy dask DataFrame of the columns, ``rows_per_partition`` rows per partition."""
+    """A lazy dask DataFrame of the columns, ``rows_per_partition`` rows per partition:
+    each partition equals the same rows of :func:`to_pandas`, dtypes included."""
+    import dask
     import dask.dataframe as dd
 
     nrows = readers[0].nrows if readers else 0
@@ -122,14 +124,18 @@ def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int |
     bounds = [(a, min(a + step, nrows)) for a in range(0, nrows, step)] or [(0, 0)]
     meta = to_pandas(readers, 0, 0)
     divisions = [a for a, _ in bounds] + [max(nrows - 1, 0)]
-    return dd.from_map(
-        _partition,
-        bounds,
-        readers=list(readers),
-        meta=meta,
-        divisions=divisions,
-        enforce_metadata=False,
-    )
+    # dask's "dataframe.convert-string" (on when pyarrow is installed) would turn the object
+    # columns that hold array cells into the text of their repr: the partitions and their
+    # meta keep exactly the dtypes to_pandas gives, whatever the config says
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(
+            _partition,
+            bounds,
+            readers=list(readers),
+            meta=meta,
+            divisions=divisions,
+            enforce_metadata=False,
+        )
 
 
 def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
