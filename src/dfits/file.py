@@ -25,7 +25,7 @@ from dfits.io import LocalSource, open_source
 from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
 from dfits.tables.access import TableAccess
-from dfits.tiles.reader import TileSection, align_chunks, tile_reader
+from dfits.tiles.reader import align_chunks, tile_reader
 
 __all__ = ["HDU", "FitsFile", "open"]
 
@@ -205,8 +205,8 @@ class HDU(TableAccess):
     @property
     def section(self) -> Section:
         """Eager reads of small regions: ``hdu.section[10, 200:232, 300:332]`` → numpy."""
-        block = self._block(raw=False)
-        return TileSection(block) if self.layout.tiles is not None else Section(block)
+        # one Section for plain and compressed images: it reads through the reader's ``read``
+        return Section(self._block(raw=False))
 
 
 class FitsFile(Sequence[HDU]):

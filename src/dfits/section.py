@@ -1,9 +1,14 @@
 """Eager reads of small regions (stamps, spectra) without a dask graph.
 
 ``hdu.section[index]`` takes any basic index (ints, slices with steps, Ellipsis, None) and
-returns native physical values. Local files are read through one read-only mapping of the
-HDU's data block per process: the strided view touches only the pages holding the region, and
-the decode kernel gathers and converts in one pass.
+returns native physical values. One :class:`Section` serves every image reader: it checks
+the index (the same rules and errors for every reader), reads through the reader's one seam,
+:meth:`dfits.array.reader.Reader.read` of the step-1 region bounding the index (a compressed
+image's reader decodes only the tiles that region meets, a stamp's tiles as one group), and
+decodes the stored values with their spec (the same kernel, dtype and scaling for every
+reader). Local plain images take one shortcut: one read-only mapping of the HDU's data block
+per process, whose strided view touches only the pages holding the region, so that a
+cut-out loop pays no ``mmap`` per stamp; the decode kernel gathers and converts in one pass.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dfits._lazy import kernels
+from dfits.array.image import ImageReader
+from dfits.array.stored import StoredChunk
 from dfits.io.ranges import bounding
 
 __all__ = ["Section", "forget"]
@@ -31,7 +38,25 @@ def forget(token: Any) -> None:
 
 
 class Section:
-    """Index it like a numpy array to read that region now."""
+    """Index it like a numpy array to read that region now.
+
+    Parameters
+    ----------
+    block : dfits.array.reader.Reader
+        The image's reader (not raw): a plain image's or a compressed image's.
+
+    Examples
+    --------
+    >>> import numpy as np, dfits
+    >>> from dfits.io.writer import ImageWriter
+    >>> from tempfile import mkdtemp
+    >>> path = mkdtemp() + "/s.fits"
+    >>> with ImageWriter(path, (3, 4), ">i2", [("BZERO", 32768)]) as out:
+    ...     out.write(np.arange(12, dtype=np.uint16).reshape(3, 4))
+    >>> dfits.open(path)[0].section[1:, ::-2]
+    array([[ 7,  5],
+           [11,  9]], dtype=uint16)
+    """
 
     __slots__ = ("block",)
 
@@ -64,35 +89,56 @@ class Section:
                 _maps[key] = entry
         return entry
 
-    def _remote(self, index: Any) -> Any:
-        """Read only the run of bytes covering ``index`` (remote sources), then slice it."""
+    def _region(self, index: tuple) -> tuple[Any, Any]:
+        """The stored values at ``index`` and their spec (None: values already), read
+        through the reader seam as the step-1 region bounding ``index``."""
         bound, rel = bounding(index, self.block.shape)
-        shape = self.block.shape
-        bound = tuple(bound) + (slice(None),) * (len(shape) - len(bound))
-        region = tuple(slice(*sl.indices(n)[:2]) for sl, n in zip(bound, shape, strict=True))
-        chunk = self.block.read(region)
-        return chunk.u[rel]
+        chunk = self.block.read(bound)
+        if isinstance(chunk, StoredChunk):
+            return chunk.u[rel], chunk.spec
+        return np.asarray(chunk)[rel], None
 
     def __getitem__(self, index: Any) -> Any:
-        items = index if isinstance(index, tuple) else (index,)
-        for item in items:
-            if not (isinstance(item, slice | int | np.integer) or item is Ellipsis or item is None):
-                raise IndexError(
-                    f"section takes basic indices (ints, slices, ..., None), not {item!r}; "
-                    "use hdu.data for fancy indexing"
-                )
+        index = _basic(index, len(self.block.shape))
         spec = self.block.spec
-        if self.block.source.mappable:
+        if isinstance(self.block, ImageReader) and self.block.source.mappable:
             u, flat, addr = self._stored()
             view = u[index]
             rows = _rows_in(view, addr)
             if rows is not None:
                 return kernels.decode_rows(flat, rows, spec).reshape(view.shape)
         else:
-            view = self._remote(index)
+            view, spec = self._region(index)
+            if spec is None:
+                return view
         if not isinstance(view, np.ndarray):
             return kernels.decode(np.asarray(view).reshape(1), spec)[0]
         return kernels.decode(view, spec)
+
+
+def _basic(index: Any, ndim: int) -> tuple:
+    """``index`` as a tuple, checked to be a basic index of an ``ndim``-d array: ints (not
+    booleans), slices, at most one Ellipsis, None; at most ``ndim`` of the ints and slices.
+    Raises IndexError as numpy does, so every reader refuses the same indices alike."""
+    items = index if isinstance(index, tuple) else (index,)
+    used = 0
+    for item in items:
+        if isinstance(item, slice) or (
+            isinstance(item, int | np.integer) and not isinstance(item, bool)
+        ):
+            used += 1
+        elif item is not Ellipsis and item is not None:
+            raise IndexError(
+                f"section takes basic indices (ints, slices, ..., None), not {item!r}; "
+                "use hdu.data for fancy indexing"
+            )
+    if used > ndim:
+        raise IndexError(
+            f"too many indices for array: array is {ndim}-dimensional, but {used} were indexed"
+        )
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    return items
 
 
 def _rows_in(view: Any, addr: int) -> tuple[int, int, int, int] | None:

@@ -10,7 +10,9 @@ remotely), decodes them on the worker (:mod:`dfits.kernels.codecs`, GIL-free), d
 quantised floats in one Numba pass (:mod:`dfits.kernels.dequantize`) and returns a
 :class:`~dfits.array.stored.StoredChunk` of the *native* stored values (spec byte order
 ``"="``), so BSCALE/BZERO/BLANK and every reduction run in the same kernels as for plain
-images. It implements :class:`dfits.array.reader.Reader`.
+images. It implements :class:`dfits.array.reader.Reader`, and ``hdu.section`` reads through
+its :meth:`TileReader.read` as for any image (:class:`dfits.section.Section`): a stamp's
+partial tiles decode as one group into a small cover of whole tiles (:func:`covering`).
 
 A corrupt or truncated tile raises :class:`~dfits.errors.DataError` naming the file, HDU,
 tile (its table row) and algorithm.
@@ -27,7 +29,6 @@ import numpy as np
 from dfits.array.stored import StoredChunk
 from dfits.errors import DataError
 from dfits.format.descriptors import Descriptors
-from dfits.io.ranges import bounding
 from dfits.tiles.places import (
     GAP,
     covering,
@@ -40,7 +41,7 @@ from dfits.tiles.places import (
 )
 from dfits.tiles.quantised import QuantisedTiles
 
-__all__ = ["TileReader", "TileSection", "align_chunks", "tile_reader"]
+__all__ = ["TileReader", "align_chunks", "tile_reader"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -326,30 +327,3 @@ def align_chunks(
         full, rest = divmod(n, size)
         out.append((size,) * full + ((rest,) if rest else ()) or (0,))
     return tuple(out)
-
-
-class TileSection:
-    """``hdu.section[...]`` of a compressed image: reads and decodes only the tiles needed."""
-
-    __slots__ = ("block",)
-
-    def __init__(self, block: TileReader) -> None:
-        self.block = block
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.block.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.block.spec.physical
-
-    def __getitem__(self, index: Any) -> Any:
-        bound, rel = bounding(index, self.block.shape)
-        shape = self.block.shape
-        bound = tuple(bound) + (slice(None),) * (len(shape) - len(bound))
-        from dfits.kernels import decode
-
-        chunk = self.block.read(bound)
-        values = decode(chunk.u, self.block.spec)
-        return values[rel]
