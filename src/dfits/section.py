@@ -51,8 +51,8 @@ class Section:
     >>> from dfits.io.writer import ImageWriter
     >>> from tempfile import mkdtemp
     >>> path = mkdtemp() + "/s.fits"
-    >>> with ImageWriter(path, (3, 4), ">i2", [("BZERO", 32768)]) as out:
-    ...     out.write(np.arange(12, dtype=np.uint16).reshape(3, 4))
+    >>> with ImageWriter(path, (3, 4), ">i2", [("BZERO", 32768)]) as out:  # unsigned
+    ...     out.write((np.arange(12) - 32768).astype(np.int16).reshape(3, 4))
     >>> dfits.open(path)[0].section[1:, ::-2]
     array([[ 7,  5],
            [11,  9]], dtype=uint16)

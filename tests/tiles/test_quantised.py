@@ -104,3 +104,57 @@ def test_float64_images_and_scaled_views(tmp_path, counted):
         top, scaled = dask.compute(np.nanmax(x), np.nanmax(x * 2.0))
     assert top == np.nanmax(want)
     assert scaled == np.nanmax(want * 2.0)  # a scaled view reads the floats: still right
+
+
+class _Source:
+    """A pending source that is not tiles: the passes find its fused methods by name."""
+
+    shape = (2, 3)
+
+    def __init__(self, spec) -> None:
+        self.spec, self.asked = spec, []
+
+    def fetch(self):
+        raise AssertionError("a fused pass read the values")
+
+    def narrow(self, index):
+        return None
+
+    def sum_count(self, spec, axes, skipna):
+        self.asked.append("sum_count")
+        return (np.int64(6), np.float64(21.0)) if spec == self.spec else None
+
+    def extrema(self, spec, axes, want_max):
+        self.asked.append("extrema")
+        return np.float32(6.0 if want_max else 1.0), np.int64(6), np.int64(0)
+
+
+def test_passes_ask_any_unread_source_through_the_protocol(tmp_path):
+    from dfits.array import passes
+    from dfits.array.stored import StoredChunk
+
+    write(tmp_path / "q.fits.fz", 1, (1, 77))
+    spec = dfits.open(tmp_path / "q.fits.fz")[1]._block(raw=False).spec
+    src = _Source(spec)
+    chunk = StoredChunk(None, spec, src)
+    assert passes.sum_count(chunk, (0, 1), True) == (6, 21.0)
+    assert passes.total(chunk, (0, 1), True, np.float32) == 21.0  # memoised: not asked again
+    assert passes.extrema(chunk, (0, 1), True)[0] == 6.0
+    assert src.asked == ["sum_count", "extrema"]
+
+
+def test_quantised_tiles_decline_a_rescaled_chunk(tmp_path):
+    from dataclasses import replace
+
+    write(tmp_path / "q.fits.fz", 2, (10, 11))
+    reader = dfits.open(tmp_path / "q.fits.fz")[1]._block(raw=False)
+    chunk = reader.read((slice(0, 90), slice(0, 77)))
+    tiles = chunk.unread
+    assert isinstance(tiles, quantised.QuantisedTiles)
+    n, total = tiles.sum_count(chunk.spec, (0, 1), True)
+    values = np.asarray(chunk, np.float64)
+    assert n == np.isfinite(values).sum()
+    assert total == pytest.approx(np.nansum(values), rel=1e-12)
+    other = replace(chunk.spec, mode="scaled", bscale=2.0)
+    assert tiles.sum_count(other, (0, 1), True) is None
+    assert tiles.extrema(other, (0,), False) is None
