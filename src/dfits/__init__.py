@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from dfits.file import HDU, FitsFile, open
     from dfits.format.header import Header
     from dfits.io.verify import verify_checksum
-    from dfits.xarray.tofits import append, to_fits
+    from dfits.write import append, to_fits
 
 __version__ = "0.1.0"
 
@@ -71,8 +71,6 @@ _LAZY = {
     "FitsFile": "dfits.file",
     "HDU": "dfits.file",
     "Header": "dfits.format.header",
-    "append": "dfits.xarray.tofits",
-    "to_fits": "dfits.xarray.tofits",
     "verify_checksum": "dfits.io.verify",
 }
 
@@ -81,7 +79,49 @@ _LAZY = {
 _SUBPACKAGES = {"fft": "dfits.fft"}
 
 
+def _is_xarray(obj: Any) -> bool:
+    """Whether ``obj`` is a DataArray or Dataset, or a list holding one, without importing
+    xarray (if it is not loaded, ``obj`` cannot be one)."""
+    import sys
+
+    xr = sys.modules.get("xarray")
+    if xr is None:
+        return False
+    kinds = (xr.DataArray, xr.Dataset)
+    if isinstance(obj, list | tuple):
+        return any(isinstance(x, kinds) for x in obj)
+    return isinstance(obj, kinds)
+
+
+def _writer(name: str, position: int) -> Any:
+    """``dfits.write``'s ``to_fits``/``append`` (signature and docstring), sending xarray
+    objects to the xarray adapter (header from attributes, coordinates and WCS): the package
+    root may gather every layer, and writing an array never imports xarray."""
+    import functools
+    import importlib
+
+    plain = getattr(importlib.import_module("dfits.write"), name)
+
+    @functools.wraps(plain)
+    def write(*args: Any, **kwargs: Any) -> Any:
+        obj = args[position] if len(args) > position else kwargs.get("obj")
+        if _is_xarray(obj):
+            from dfits.xarray import tofits
+
+            return getattr(tofits, name)(*args, **kwargs)
+        return plain(*args, **kwargs)
+
+    return write
+
+
+#: the writers and where their object argument sits
+_WRITERS = {"to_fits": 0, "append": 1}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _WRITERS:
+        value = globals()[name] = _writer(name, _WRITERS[name])
+        return value
     if name in _SUBPACKAGES:
         import importlib
 

@@ -182,7 +182,7 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from dfits.xarray.convert import fits_to_fits, fits_to_zarr, zarr_to_fits
+    from dfits.write.convert import fits_to_fits, fits_to_zarr, zarr_to_fits
 
     zarr_in, zarr_out = (os.fspath(p).rstrip("/").endswith(".zarr") for p in (args.file, args.out))
     if zarr_out:

@@ -1,12 +1,10 @@
-"""dfits.to_fits of arrays, DataArrays and Datasets: read back equal in astropy and dfits."""
+"""dfits.to_fits of DataArrays and Datasets (the xarray adapter): headers, WCS, names."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
-import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
@@ -22,20 +20,6 @@ def _fitsverify(path):
         pytest.skip("fitsverify not installed (apt-get install fitsverify)")
     out = subprocess.run([tool, "-q", str(path)], capture_output=True, text=True, check=False)
     assert "verification OK" in out.stdout, out.stdout + out.stderr
-
-
-@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u2", "i1", "u1", "i4", "u4", "i8", "u8"])
-def test_dask_array_round_trip(tmp_path, dtype):
-    values = (np.random.default_rng(0).standard_normal((7, 13, 5)) * 100).astype(dtype)
-    path = tmp_path / "x.fits"
-    dfits.to_fits(da.from_array(values, chunks=(3, 4, 2)), path, header={"OBJECT": "M 1"})
-    with fits.open(path, checksum=True) as hl:
-        np.testing.assert_array_equal(hl[0].data, values)
-        assert hl[0].data.dtype.newbyteorder("=") == values.dtype
-        assert hl[0].header["OBJECT"] == "M 1"
-    np.testing.assert_array_equal(dfits.open(path)[0].data.compute(), values)
-    assert all(h.ok and h.checksum.status == "ok" for h in dfits.verify_checksum(path))
-    _fitsverify(path)
 
 
 def test_sequence_is_a_multi_extension_file(tmp_path):
@@ -108,70 +92,6 @@ def test_transposed_dataarray_goes_back_to_fits_order(tmp_path, cube):
     np.testing.assert_array_equal(fits.getdata(out), values)
 
 
-def test_compute_false_returns_delayed(tmp_path):
-    path = tmp_path / "later.fits"
-    job = dfits.to_fits(da.ones((4, 4), chunks=2), path, compute=False)
-    assert not path.exists()
-    assert job.compute() == str(path)
-    np.testing.assert_array_equal(fits.getdata(path), np.ones((4, 4)))
-
-
-def test_no_checksum(tmp_path):
-    path = tmp_path / "plain.fits"
-    dfits.to_fits(np.ones(3), path, checksum=False)
-    assert "CHECKSUM" not in fits.getheader(path)
-    assert [h.checksum.status for h in dfits.verify_checksum(path)] == ["absent"]
-
-
-@pytest.mark.slow
-@pytest.mark.distributed
-def test_local_cluster_writes_the_file(tmp_path):
-    distributed = pytest.importorskip("distributed")
-    values = np.arange(40 * 30, dtype="f8").reshape(40, 30)
-    path = tmp_path / "dist.fits"
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
-        distributed.Client(cluster),
-    ):
-        dfits.to_fits(da.from_array(values, chunks=(7, 11)), path)
-    with fits.open(path, checksum=True) as hl:
-        np.testing.assert_array_equal(hl[0].data, values)
-    assert all(h.ok for h in dfits.verify_checksum(path))
-
-
-@pytest.mark.parametrize(
-    ("bitpix", "bscale", "bzero"), [(16, 0.01, 5.0), (32, 1e-6, 0.0), (8, 0.1, -12.0)]
-)
-def test_quantised_floats_read_back_as_astropy_reads_them(tmp_path, bitpix, bscale, bzero):
-    rng = np.random.default_rng(bitpix)
-    values = rng.uniform(-10, 10, (11, 17)).astype("f4")
-    values[3, 4:9] = np.nan
-    path = tmp_path / "q.fits"
-    x = da.from_array(values, chunks=(4, 6))
-    dfits.to_fits(x, path, bitpix=bitpix, bscale=bscale, bzero=bzero, header={"BUNIT": "K"})
-    header = fits.getheader(path)  # astropy drops BSCALE/BZERO from it once data is scaled
-    with fits.open(path, checksum=True) as hl:
-        ours = hl[0].data
-    raw = fits.getdata(path, do_not_scale_image_data=True)
-    assert (header["BITPIX"], header["BSCALE"], header["BZERO"]) == (bitpix, bscale, bzero)
-    blank = 255 if bitpix == 8 else -(1 << (bitpix - 1))
-    assert header["BLANK"] == blank
-    np.testing.assert_array_equal(raw == blank, np.isnan(values))
-    np.testing.assert_array_equal(dfits.open(path)[0].data.compute(), ours)
-    ok = ~np.isnan(values)
-    assert np.all(np.abs(ours[ok] - values[ok]) <= bscale / 2 * (1 + 1e-6) + 1e-6 * abs(bzero))
-    assert all(h.ok for h in dfits.verify_checksum(path))
-    _fitsverify(path)
-
-
-def test_quantise_needs_bitpix_and_floats(tmp_path):
-    with pytest.raises(ValueError, match="pass bitpix"):
-        dfits.to_fits(np.ones(3), tmp_path / "a.fits", bscale=2.0)
-    with pytest.raises(dfits.UnsupportedError, match="takes floats"):
-        dfits.to_fits(np.ones(3, "i4"), tmp_path / "a.fits", bitpix=16)
-    assert not list(tmp_path.iterdir())
-
-
 def test_a_moment_map_is_written_with_its_own_unit_and_celestial_wcs(tmp_path):
     from .conftest import spectral_cube_file
 
@@ -185,44 +105,6 @@ def test_a_moment_map_is_written_with_its_own_unit_and_celestial_wcs(tmp_path):
     assert WCS(header).naxis == 2
     assert WCS(header).has_celestial
     np.testing.assert_allclose(fits.getdata(tmp_path / "mom0.fits"), mom0.values, rtol=1e-6)
-
-
-@pytest.mark.slow
-@pytest.mark.distributed
-def test_killed_worker_leaves_the_old_file_and_a_retry_is_bit_identical(tmp_path):
-    distributed = pytest.importorskip("distributed")
-    import dask
-
-    values = np.arange(60 * 20, dtype="f8").reshape(60, 20)
-    path, marker = tmp_path / "k.fits", str(tmp_path / "killed-once")
-    path.write_bytes(b"old file")
-
-    def kill(block, always, block_info=None):
-        import os
-        import signal
-
-        if block_info[0]["chunk-location"][0] == 2 and (always or not os.path.exists(marker)):
-            open(marker, "w").close()
-            os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies mid-write
-        return block
-
-    x = da.from_array(values, chunks=(10, 20))
-    with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
-        distributed.Client(cluster),
-    ):
-        with pytest.raises(distributed.KilledWorker):
-            dfits.to_fits(x.map_blocks(kill, True, dtype="f8"), path, overwrite=True)
-        assert path.read_bytes() == b"old file"
-        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".dfits-part")]
-        os.unlink(marker)
-        # killed once, the task is retried on another worker: the same file as no kill gives
-        dfits.to_fits(x.map_blocks(kill, False, dtype="f8"), path, overwrite=True)
-    assert os.path.exists(marker)
-    reference = tmp_path / "ref.fits"
-    dfits.to_fits(x, reference)
-    assert path.read_bytes() == reference.read_bytes()
 
 
 def _spectral_results(cube):

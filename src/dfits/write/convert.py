@@ -7,7 +7,7 @@ stays at chunk × threads; the array is named ``hdu<i>`` and carries the HDU's h
 the group's ``fits_hdus`` lists the arrays in file order and ``fits_primary_header`` keeps
 a data-less primary header (not written back: the writer makes the empty primary itself).
 :func:`zarr_to_fits` reads that back (``dask.array.from_zarr``) and writes it with
-:func:`~dfits.xarray.tofits.to_fits`'s machinery: values and dtype as stored in zarr, every
+:func:`dfits.to_fits`'s machinery: values and dtype as stored in zarr, every
 card of the header but the mandatory and scaling ones, which the writer makes for the data
 (so a scaled integer image comes back as the floats it meant). One image comes back as the
 primary HDU, several as IMAGE extensions after an empty primary.
@@ -34,9 +34,11 @@ def _header_text(hdu: Any) -> str:
 
 def _images(f: Any) -> list[Any]:
     """The image HDUs with data; a table or other HDU raises, naming it."""
+    from dfits.write.api import dataless
+
     images = []
     for hdu in f:
-        if hdu.kind in ("primary", "image") and not hdu.shape:
+        if dataless(hdu):
             continue  # no data (NAXIS = 0)
         if not hdu.is_image:
             raise UnsupportedError(
@@ -87,11 +89,11 @@ def zarr_to_fits(
     import dask.array as da
     import zarr
 
-    from dfits.array.tofits import ImageItem
     from dfits.format.header import Header
     from dfits.format.headertext import card_text
     from dfits.format.imagehdu import user_cards
     from dfits.format.mandatory import MANDATORY
+    from dfits.write.images import ImageItem
 
     group = zarr.open_group(os.fspath(src), mode="r")
     names = group.attrs.get("fits_hdus")
@@ -113,12 +115,9 @@ def zarr_to_fits(
 
 
 def _write(items: list[Any], dst: Any, primary: bool, overwrite: bool, compression: Any) -> str:
-    from dfits.array.tocompressed import write_compressed
-    from dfits.array.tofits import write_images
+    from dfits.write.api import write_items
 
-    if compression is None:
-        return str(write_images(items, dst, primary=primary, overwrite=overwrite))
-    return str(write_compressed(items, dst, compression=compression, overwrite=overwrite))
+    return str(write_items(items, primary, dst, overwrite=overwrite, compression=compression))
 
 
 def fits_to_fits(
@@ -131,14 +130,7 @@ def fits_to_fits(
     scaled image is written as its physical values). Tables raise before anything is written.
     """
     import dfits
-    from dfits.array.tofits import ImageItem
-    from dfits.format.imagehdu import user_cards
-    from dfits.format.mandatory import MANDATORY
+    from dfits.write.api import hdu_item
 
-    f = dfits.open(src)
-    items = []
-    for hdu in _images(f):
-        cards = [c for c in user_cards(hdu.header) if not MANDATORY.fullmatch(c[0])]
-        name = None if hdu.name in ("PRIMARY", "") else hdu.name
-        items.append(ImageItem(hdu.data, cards, name))
+    items = [hdu_item(hdu) for hdu in _images(dfits.open(src))]
     return _write(items, dst, False, overwrite, compression)

@@ -2,8 +2,9 @@
 
 The contract: :func:`write_images` lays out image HDUs (:mod:`dfits.format.imagehdu`), and
 builds a graph of plain delayed calls — create the pre-sized temporary file with its headers,
-one :func:`~dfits.io.fitswriter.write_block` per chunk (each task holds the plan, the chunk's
-start and its values, returns a 32-bit sum), one finalize that combines the sums into
+one :func:`~dfits.write.fitswriter.write_block` per chunk (a dask array's chunks, a numpy
+array's slabs: :mod:`dfits.write.blocks`; each task holds the plan, the chunk's start and its
+values, returns a 32-bit sum), one finalize that combines the sums into
 DATASUM/CHECKSUM and renames the file into place. Memory stays at the chunks in flight plus
 one bounded encode buffer per task. It runs on any scheduler whose workers share the
 filesystem (threads, processes, ``dask.distributed``). ``compute=False`` returns the
@@ -12,21 +13,19 @@ filesystem (threads, processes, ``dask.distributed``). ``compute=False`` returns
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from dfits.errors import where
 from dfits.format.imagehdu import UserCard, image_header, parse_quantized, parse_storage
-from dfits.io import fitswriter
-from dfits.io.appender import Append
-from dfits.io.fitswriter import WritePlan
+from dfits.write import fitswriter
+from dfits.write.appender import Append
+from dfits.write.blocks import as_blocks
+from dfits.write.fitswriter import WritePlan
 
-__all__ = ["ImageItem", "append_images", "as_dask", "write_images"]
+__all__ = ["ImageItem", "append_images", "write_images"]
 
 
 @dataclass
@@ -36,17 +35,6 @@ class ImageItem:
     data: Any
     cards: list[UserCard] = field(default_factory=list)
     extname: str | None = None
-
-
-def as_dask(data: Any, what: str) -> Any:
-    import dask.array as da
-
-    x = data if isinstance(data, da.Array) else da.asarray(np.asarray(data))
-    if x.ndim == 0:
-        x = x.reshape(1)
-    if any(np.isnan(n) for n in x.shape):
-        raise ValueError(f"{what}: the array's shape is unknown {x.shape}; compute_chunk_sizes()")
-    return x
 
 
 def _headers(
@@ -68,7 +56,7 @@ def _headers(
             what = f"{where(path)}, appended HDU {i}{name}"
         else:
             what = where(path, first + i, item.extname)
-        x = as_dask(item.data, what)
+        x = as_blocks(item.data, what)
         if quantize is None:
             storage = parse_storage(x.dtype, what)
         else:
@@ -96,12 +84,10 @@ def _block_sums(p: WritePlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
         if x is None or x.size == 0:
             sums.append([])
             continue
-        offsets = [np.cumsum((0, *c[:-1])).tolist() for c in x.chunks]
-        blocks = x.to_delayed().ravel()
         # a retried task writes the same bytes: names follow the plan and the block
         sums.append([
-            delayed(_write, pure=True)(p, i, block, tuple(starts), ready)
-            for block, starts in zip(blocks, itertools.product(*offsets), strict=True)
+            delayed(_write, pure=True)(p, i, block, starts, ready)
+            for block, starts in x.tasks()
         ])  # fmt: skip
     return sums
 
@@ -153,7 +139,7 @@ def append_images(
     wait: float = 60.0,
 ) -> str:
     """Append image extensions to the FITS file ``path`` in place (see
-    :mod:`dfits.io.appender`): the data written by the chunk tasks of the current scheduler,
+    :mod:`dfits.write.appender`): the data written by the chunk tasks of the current scheduler,
     then the headers; on failure the file is cut back to its old size. Returns the path."""
     import dask
 

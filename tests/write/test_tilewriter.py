@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import dfits
-from dfits.array.tocompressed import write_compressed
-from dfits.array.tofits import ImageItem
-from dfits.io import tilewriter
+from dfits.write import tilewriter
+from dfits.write.compressed import write_compressed
+from dfits.write.images import ImageItem
 from tests.processes import kill_when_started
 
 OLD = b"old file, must survive"
@@ -109,7 +109,7 @@ def test_retried_chunk_and_late_straggler(tmp_path):
 
 
 def graph_plan_hdus(x):
-    from dfits.array.tocompressed import _hdus
+    from dfits.write.compressed import _hdus
 
     hdus, _ = _hdus([ImageItem(x)], "y.fits", True, {"compression": "RICE_1"})
     return hdus

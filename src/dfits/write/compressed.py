@@ -4,30 +4,28 @@ The contract: :func:`write_compressed` checks every image (:func:`~dfits.format.
 parse_compression`, the cards of its table header) before anything is written, rechunks each
 array so that chunk edges fall on tile edges (keeping chunks near their old size), and builds
 a graph of plain delayed calls — create the temporary file, one
-:func:`~dfits.io.tilewriter.write_chunk` per chunk (compressing its tiles to a scratch file,
-returning sizes and sums), one :func:`~dfits.io.tilewriter.assemble`. Memory stays at the chunks
-in flight plus their compressed bytes (at most :data:`~dfits.io.fitswriter.BUFFER` each held
+:func:`~dfits.write.tilewriter.write_chunk` per chunk (compressing its tiles to a scratch file,
+returning sizes and sums), one :func:`~dfits.write.tilewriter.assemble`. Memory stays at the chunks
+in flight plus their compressed bytes (at most :data:`~dfits.write.fitswriter.BUFFER` each held
 before they go to disk), and about 40 bytes per tile in the assembly. Works on any scheduler
 whose workers share the filesystem; ``compute=False`` returns the ``Delayed``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from dfits.array.tofits import ImageItem, as_dask
 from dfits.errors import where
 from dfits.format.imagehdu import image_header, parse_storage
 from dfits.format.ztable import TileSpec, parse_compression
-from dfits.io import tilewriter
-from dfits.io.tilewriter import ZHDU, ZPlan
+from dfits.write import tilewriter
+from dfits.write.blocks import as_blocks
+from dfits.write.images import ImageItem
+from dfits.write.tilewriter import ZHDU, ZPlan
 
 __all__ = ["aligned_chunks", "write_compressed"]
 
@@ -56,7 +54,7 @@ def _hdus(items: Sequence[ImageItem], path: str, checksum: bool, options: dict[s
     hdus, arrays = [ZHDU(None, head, checksum=checksum)], [None]
     for i, item in enumerate(items):
         what = where(path, i + 1, item.extname)
-        x = as_dask(item.data, what)
+        x = as_blocks(item.data, what)
         storage = parse_storage(x.dtype, what)
         spec = parse_compression(x.shape, storage, what, **options)
         hdus.append(ZHDU(spec, cards=tuple(item.cards), extname=item.extname,
@@ -74,13 +72,9 @@ def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
         if x is None:
             out.append([])
             continue
-        offsets = [np.cumsum((0, *c[:-1])).tolist() for c in x.chunks]
-        blocks = x.to_delayed().ravel()
         out.append([
-            delayed(_write, pure=True)(p, i, k, block, tuple(starts), ready)
-            for k, (block, starts) in enumerate(
-                zip(blocks, itertools.product(*offsets), strict=True)
-            )
+            delayed(_write, pure=True)(p, i, k, block, starts, ready)
+            for k, (block, starts) in enumerate(x.tasks())
         ])  # fmt: skip
     return out
 

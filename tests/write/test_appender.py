@@ -16,7 +16,7 @@ import pytest
 from astropy.io import fits
 
 import dfits
-from dfits.io.appender import journal_path
+from dfits.write.appender import journal_path
 from tests.processes import kill_when_started
 
 

@@ -5,7 +5,7 @@ HDUs — an empty primary, then one ``ZIMAGE`` binary table per image. :func:`cr
 (empty) temporary file beside the target. Each :func:`write_chunk`, in any thread or process
 that sees the same filesystem, compresses the whole tiles of one chunk
 (:func:`~dfits.kernels.tileencode.encode_tile`) into a scratch file of its own beside the
-target, holding at most :data:`~dfits.io.fitswriter.BUFFER` bytes at once, and returns only
+target, holding at most :data:`~dfits.write.fitswriter.BUFFER` bytes at once, and returns only
 numbers: per tile its table row, byte counts and ZSCALE/ZZERO, and the chunk's
 ones'-complement sum. :func:`assemble` then writes, per HDU, the table header and rows (now
 that the heap's size and the descriptors are known), copies the scratch heaps after them in
@@ -16,7 +16,7 @@ removes the scratch files.
 Failures: :func:`abort` removes the temporary file, then every scratch file. A chunk task still
 running when another failed removes its own scratch file when it finds the temporary file
 gone, so none survives a clean failure; those of a killed process carry its pid and are
-removed by the next write to the target (:func:`~dfits.io.fitswriter.temp_name`). A retried
+removed by the next write to the target (:func:`~dfits.write.fitswriter.temp_name`). A retried
 chunk task rewrites its scratch file whole: the same bytes.
 """
 
@@ -34,10 +34,10 @@ import numpy as np
 from dfits.format.checksum import add, place
 from dfits.format.imagehdu import UserCard
 from dfits.format.ztable import TileSpec, table_header, table_rows
-from dfits.io import fitswriter
-from dfits.io.fitswriter import BUFFER, pwrite_all, summed_header
 from dfits.kernels.checksum import word_sum
 from dfits.kernels.tileencode import encode_tile
+from dfits.write import fitswriter
+from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
 
 __all__ = ["ZHDU", "ChunkTiles", "ZPlan", "abort", "assemble", "create", "plan", "write_chunk"]
 
@@ -90,7 +90,7 @@ class ChunkTiles:
 
 
 def plan(target: str, hdus: Sequence[ZHDU], *, overwrite: bool, fsync: bool = True) -> ZPlan:
-    """Plan the write; the checks of :func:`~dfits.io.fitswriter.plan` (missing directory,
+    """Plan the write; the checks of :func:`~dfits.write.fitswriter.plan` (missing directory,
     existing target) and of every table header (the caller's cards) happen here."""
     base = fitswriter.plan(target, [], overwrite=overwrite, fsync=fsync)
     for hdu in hdus:

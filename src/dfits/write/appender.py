@@ -5,8 +5,8 @@ The contract: :class:`Append` is one append to one file. Entered, it locks the f
 :class:`~dfits.errors.FileBusyError`), rolls back what a crashed appender left, checks the
 file (SIMPLE first, whole 2880-byte blocks) and writes a journal beside it holding the old
 size. :meth:`Append.extend` lays out the new HDUs after the old end
-(:func:`~dfits.io.fitswriter.plan`, target and temporary file alike) and reserves their blocks
-as zeros; then any number of :func:`~dfits.io.fitswriter.write_block` calls, in any threads or
+(:func:`~dfits.write.fitswriter.plan`, target and temporary file alike) and reserves their blocks
+as zeros; then any number of :func:`~dfits.write.fitswriter.write_block` calls, in any threads or
 processes that see the file, write the data; :meth:`Append.commit` flushes the data, writes
 the headers (with DATASUM/CHECKSUM) last, flushes again and removes the journal. An exception
 inside the ``with`` block truncates the file back to its old size.
@@ -35,9 +35,9 @@ from types import TracebackType
 from dfits.errors import FileBusyError, HeaderError, MissingFileError, NotFITSError, where
 from dfits.format.cards import BLOCK_SIZE
 from dfits.format.imagehdu import Storage
-from dfits.io import fitswriter
-from dfits.io.fitswriter import WritePlan
 from dfits.io.rangelock import range_lock, range_unlock
+from dfits.write import fitswriter
+from dfits.write.fitswriter import WritePlan
 
 __all__ = ["Append", "journal_path"]
 

@@ -8,7 +8,7 @@ from astropy.io import fits
 
 import dfits
 from dfits.cli import main
-from dfits.xarray.convert import fits_to_zarr, zarr_to_fits
+from dfits.write.convert import fits_to_zarr, zarr_to_fits
 
 zarr = pytest.importorskip("zarr")
 

@@ -14,9 +14,9 @@ import xarray as xr
 from astropy.io import fits
 
 import dfits
-from dfits.array.tocompressed import aligned_chunks
 from dfits.format.imagehdu import parse_storage
 from dfits.format.ztable import parse_compression
+from dfits.write.compressed import aligned_chunks
 
 ALGORITHMS = ["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"]
 

@@ -174,7 +174,7 @@ def test_fsync_flushes_only_when_asked(tmp_path, monkeypatch, durable):
 
 
 def test_blocks_bigger_than_the_buffer_reuse_it(tmp_path, monkeypatch):
-    from dfits.io import fitswriter
+    from dfits.write import fitswriter
 
     monkeypatch.setattr(fitswriter, "BUFFER", 64)
     monkeypatch.setattr(fitswriter, "_local", threading.local())
