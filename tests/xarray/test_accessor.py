@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from astropy.wcs.utils import proj_plane_pixel_scales
 
-from dfits.xarray.errors import RegionError
+from dfits.cube.errors import RegionError
 
 
 @pytest.fixture

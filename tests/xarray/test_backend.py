@@ -10,8 +10,8 @@ import xarray as xr
 from astropy.io import fits
 
 import dfits
+from dfits.cube.errors import WCSError
 from dfits.xarray.backend import DfitsBackendEntrypoint
-from dfits.xarray.errors import WCSError
 from tests.xarray.conftest import celestial_wcs, write
 
 

@@ -20,7 +20,7 @@ import pytest
 import xarray as xr
 from astropy.wcs import WCS
 
-from dfits.xarray.errors import SpectralError
+from dfits.cube.errors import SpectralError
 
 from .conftest import SPECTRAL_CUBES, spectral_cube_file
 

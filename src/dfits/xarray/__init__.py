@@ -13,10 +13,11 @@ accessor share the opener of :mod:`dfits.xarray.files` and never import each oth
 
 from __future__ import annotations
 
+from dfits.cube.errors import RegionError, WCSError
+
 # Registers the accessor: the entry point's module import runs this package first.
 from dfits.xarray.accessor import FitsDataArrayAccessor, FitsDatasetAccessor
 from dfits.xarray.backend import DfitsBackendEntrypoint, open_hdu_dataset
-from dfits.xarray.errors import RegionError, WCSError
 
 __all__ = [
     "DfitsBackendEntrypoint",

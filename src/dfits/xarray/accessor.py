@@ -5,7 +5,7 @@ The contract: every method stays lazy and works on any DataArray that carries a 
 When the DataArray is an unmodified selection of a dfits HDU, the accessor reads through
 ``hdu.data`` (:mod:`dfits.xarray.fused`), so reductions run the fused kernels; otherwise it
 works on the DataArray's own (dask or numpy) data. The work lives in one module per job —
-:mod:`~dfits.xarray.moments`, :mod:`~dfits.xarray.regions`, :mod:`~dfits.xarray.views` (what
+:mod:`~dfits.cube.moments`, :mod:`~dfits.cube.regions`, :mod:`~dfits.xarray.views` (what
 the quick-look figures draw) — and this module maps the accessor's methods onto them.
 Importing it registers ``.fits`` on ``xr.DataArray`` and ``xr.Dataset``.
 """
@@ -20,18 +20,16 @@ import numpy as np
 import xarray as xr
 
 from dfits._display import figure
-from dfits.format.headertext import card_text
-from dfits.xarray.coords import parse_wcs, pixel_picks, sliced_wcs
-from dfits.xarray.cube import SpectralMethods
-from dfits.xarray.errors import RegionError, WCSError
+from dfits.cube.errors import RegionError, WCSError
+from dfits.cube.regions import aperture_mask, cutout_slices, region_mask, to_degrees
+from dfits.cube.results import product_unit, reduced
+from dfits.cube.shapes import is_shape, is_skycoord, nearest_pixel, shape_mask, sky_lonlat
+from dfits.cube.shapes import subcube as shape_subcube
+from dfits.cube.wcs import dataarray_wcs, header_text
+from dfits.xarray.cube import NoiseMethods, SpectralMethods
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
-from dfits.xarray.fused import fused_dask, pixel_coords
-from dfits.xarray.noise import NoiseMethods
-from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees
+from dfits.xarray.fused import fused, fused_dask
 from dfits.xarray.resolution import BeamMethods
-from dfits.xarray.results import product_unit, reduced
-from dfits.xarray.shapes import is_shape, is_skycoord, nearest_pixel, shape_mask, sky_lonlat
-from dfits.xarray.shapes import subcube as shape_subcube
 from dfits.xarray.views import ArrayHDU
 
 if TYPE_CHECKING:
@@ -50,13 +48,7 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
 
     # -- description ----------------------------------------------------------------------
     def _text(self) -> str:
-        text = self._obj.attrs.get("fits_header")
-        if not isinstance(text, str):
-            raise WCSError(
-                f"DataArray {self._obj.name!r} has no 'fits_header' attribute; "
-                "open it with engine='dfits' (or keep_attrs=True)"
-            )
-        return card_text(text)
+        return header_text(self._obj)
 
     @property
     def header(self) -> Header:
@@ -66,21 +58,7 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
         return Header(self._text().encode("latin-1"))
 
     def _wcs_axes(self) -> tuple[WCS, list[int]]:
-        try:
-            wcs = parse_wcs(self._text())
-        except WCSError as err:
-            raise WCSError(f"{self._obj.name!r} has no usable WCS: {err}") from err
-        pixels = pixel_coords(self._obj)
-        missing = {a: 0 for a in range(1, wcs.pixel_n_dim + 1) if a not in pixels}
-        picks = {**pixel_picks(pixels), **missing}  # reduced axes count as dropped
-        out, keep = sliced_wcs(wcs, picks)
-        sizes = {
-            int(c.attrs["fits_axis"]): c.size
-            for k, c in self._obj.coords.items()
-            if str(k).startswith("pixel_") and "fits_axis" in c.attrs
-        }
-        out.pixel_shape = [sizes.get(a, 1) for a in keep]
-        return out, keep
+        return dataarray_wcs(self._obj)
 
     @property
     def wcs(self) -> WCS:
@@ -271,10 +249,10 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
     def subcube_from_region(self, region: Any) -> xr.DataArray:
         """The bounding box of a ``regions`` shape (sky or pixel; a list is their union),
         NaN outside it, lazily: spectral-cube's ``subcube_from_regions``
-        (:mod:`dfits.xarray.shapes`); a spectral ``meta["range"]`` on every shape also cuts
+        (:mod:`dfits.cube.shapes`); a spectral ``meta["range"]`` on every shape also cuts
         a slab. The result keeps the header, so ``.fits`` works on it.
         """
-        return shape_subcube(self._obj, region, self._celestial)
+        return shape_subcube(fused(self._obj), region, self._celestial)
 
     def reproject(
         self, target: Any, shape_out: tuple[int, int] | None = None, *, order: str = "bilinear"
@@ -282,10 +260,10 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
         """This 2-D (y, x) map, or every plane of this (spectral, y, x) cube, on the grid of
         ``target`` (an astropy Header, a WCS with ``shape_out``, or a dfits DataArray) through
         the ``reproject`` package: lazy, ``order="exact"`` for flux-conserving
-        (:mod:`dfits.xarray.reprojection`)."""
-        from dfits.xarray.reprojection import reproject_map
+        (:mod:`dfits.cube.reprojection`)."""
+        from dfits.cube.reprojection import reproject_map
 
-        return reproject_map(self._obj, self._celestial(), target, shape_out, order)
+        return reproject_map(fused(self._obj), self._celestial(), target, shape_out, order)
 
     # -- quick look (drawn by the figures dfits.jupyter registers) -------------------------
     def _as_hdu(self) -> ArrayHDU:

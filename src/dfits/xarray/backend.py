@@ -28,9 +28,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from dfits.errors import DfitsWarning, HDUNotFoundError, where
-from dfits.format.headertext import readable_header
-from dfits.xarray.coords import (
+from dfits.cube.coords import (
     WCSPlan,
     axis_values,
     celestial_block,
@@ -38,7 +36,9 @@ from dfits.xarray.coords import (
     plan_axes,
     stokes_names,
 )
-from dfits.xarray.errors import WCSError
+from dfits.cube.errors import WCSError
+from dfits.errors import DfitsWarning, HDUNotFoundError, where
+from dfits.format.headertext import readable_header
 from dfits.xarray.files import open_file
 from dfits.xarray.tables import table_dataset
 

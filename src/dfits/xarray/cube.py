@@ -1,37 +1,43 @@
-"""The spectral-cube methods of the ``.fits`` accessor: spectral axis, moments, line widths.
+"""The spectral-cube methods of the ``.fits`` accessor: spectral axis, moments, peaks, noise.
 
-The contract: :class:`SpectralMethods` is mixed into the DataArray accessor; each method is
-a thin map onto :mod:`dfits.xarray.spectral` (axis detection, unit conversion, slabs) and
-:mod:`dfits.xarray.moments` (one fused pass per moment map). Moments are taken along the
-spectral dimension found from the WCS, in the unit its coordinate carries (use
-:meth:`~SpectralMethods.with_spectral_unit` first for km/s), with astropy unit strings as
-``attrs["units"]`` and :meth:`~SpectralMethods.quantity` for Quantities. Results keep the
-celestial coordinates and header, so ``result.fits.wcs`` is the celestial WCS.
+The contract: :class:`SpectralMethods` and :class:`NoiseMethods` are mixed into the DataArray
+accessor; each method hands :mod:`dfits.cube` (:mod:`~dfits.cube.spectral`,
+:mod:`~dfits.cube.moments`, :mod:`~dfits.cube.noise`) this DataArray over dfits' fused chunks
+(:func:`dfits.xarray.fused.fused`), so reductions run one kernel pass per chunk on the stored
+bytes. Moments are taken along the spectral dimension found from the WCS, in the unit its
+coordinate carries (use :meth:`~SpectralMethods.with_spectral_unit` first for km/s), with
+astropy unit strings as ``attrs["units"]`` and :meth:`~SpectralMethods.quantity` for
+Quantities. Results keep the celestial coordinates and header, so ``result.fits.wcs`` is the
+celestial WCS.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
-from dfits.xarray import spectral
-from dfits.xarray.errors import SpectralError
-from dfits.xarray.fused import fused_dask
-from dfits.xarray.moments import moment_map, moment_units, peak_position
-from dfits.xarray.results import quantity, reduced, unit_string
+from dfits.cube import moments, noise, spectral
+from dfits.cube.results import quantity
+from dfits.xarray.fused import fused
 
-__all__ = ["FWHM_PER_SIGMA", "SpectralMethods"]
-
-#: FWHM of a Gaussian in units of its σ, √(8 ln 2).
-FWHM_PER_SIGMA = float(np.sqrt(8 * np.log(2)))
+__all__ = ["NoiseMethods", "SpectralMethods"]
 
 
 class SpectralMethods:
     """Spectral-axis and moment methods of ``da.fits`` (mixed into the accessor)."""
 
     _obj: xr.DataArray
+
+    def _along(self, dim: str | None) -> tuple[xr.DataArray, str]:
+        """This DataArray fused with chunks planned for reducing along ``dim`` (default:
+        the spectral dimension), and that dimension."""
+        obj = self._obj
+        dim = spectral.spectral_dim(obj) if dim is None else dim
+        if dim not in obj.dims:
+            raise ValueError(f"{dim!r} is not a dimension of {obj.name!r}: {obj.dims}")
+        return fused(obj, dim), dim
 
     # -- the spectral axis ----------------------------------------------------------------
     @property
@@ -73,24 +79,6 @@ class SpectralMethods:
         return spectral.spectral_slab(self._obj, lo, hi)
 
     # -- moments --------------------------------------------------------------------------
-    def _spectral_values(self, obj: xr.DataArray, dim: str) -> np.ndarray:
-        if dim not in obj.coords:
-            return np.arange(obj.sizes[dim], dtype=float)
-        coord = obj[dim]
-        if coord.dtype.kind not in "fiu" or str(coord.attrs.get("ctype", "")).startswith("STOKES"):
-            raise SpectralError(
-                f"{spectral.describe(obj)}: moments along {dim!r} make no sense: its values "
-                f"are {coord.values[:4].tolist()} (not a spectral axis); use dim="
-                f"{self._default_dim()!r}"
-            )
-        return np.asarray(coord.values, dtype=float)
-
-    def _default_dim(self) -> str | None:
-        try:
-            return spectral.spectral_dim(self._obj)
-        except SpectralError:
-            return None
-
     def moment(
         self,
         order: int,
@@ -107,21 +95,12 @@ class SpectralMethods:
         ``threshold`` and channels where the 1-D boolean ``mask`` is False are left out;
         NaN pixels are ignored. Units: ``attrs["units"]`` in astropy's format
         (Jy/beam → ``"Jy km / (beam s)"`` for order 0 in km/s); ``.fits.quantity()``.
+        One kernel pass per chunk (:func:`dfits.cube.moments.moment`).
         """
         if order not in (0, 1, 2):
             raise ValueError(f"moment order must be 0, 1 or 2, not {order!r}")
-        obj = self._obj
-        dim = spectral.spectral_dim(obj) if dim is None else dim
-        if dim not in obj.dims:
-            raise ValueError(f"{dim!r} is not a dimension of {obj.name!r}: {obj.dims}")
-        if mask is not None:
-            keep = np.asarray(mask, dtype=bool)
-            if keep.shape != (obj.sizes[dim],):
-                raise ValueError(f"mask must have shape ({obj.sizes[dim]},), not {keep.shape}")
-            obj = obj.isel({dim: np.flatnonzero(keep)})
-        v = self._spectral_values(obj, dim)
-        out = moment_map(fused_dask(obj, along=dim), obj.get_axis_num(dim), v, order, threshold)
-        return reduced(obj, out, (dim,), f"moment{order}", moment_units(obj, dim, order))
+        obj, dim = self._along(dim)
+        return moments.moment(obj, order, dim, threshold=threshold, mask=mask)
 
     def linewidth_sigma(self, dim: str | None = None, **kw: Any) -> xr.DataArray:
         """The intensity-weighted line width σ (moment 2 as a dispersion), lazily."""
@@ -129,30 +108,61 @@ class SpectralMethods:
 
     def linewidth_fwhm(self, dim: str | None = None, **kw: Any) -> xr.DataArray:
         """σ × √(8 ln 2): the FWHM of a Gaussian line of that width, lazily."""
-        sigma = self.moment(2, dim, **kw)
-        return (sigma * FWHM_PER_SIGMA).rename("linewidth_fwhm").assign_attrs(sigma.attrs)
+        obj, dim = self._along(dim)
+        return moments.linewidth_fwhm(obj, dim, **kw)
 
     def peak(self, dim: str | None = None) -> xr.DataArray:
         """The peak value along the spectral axis (NaNs ignored), one fused pass."""
-        from dfits.array import reduce
-
-        obj = self._obj
-        dim = spectral.spectral_dim(obj) if dim is None else dim
-        out = reduce(fused_dask(obj, dim), "nanmax", axis=(obj.get_axis_num(dim),))
-        return reduced(obj, out, (dim,), "peak", unit_string(str(obj.attrs.get("units", ""))))
+        return moments.peak(*self._along(dim))
 
     def peak_velocity(self, dim: str | None = None) -> xr.DataArray:
         """The spectral coordinate (velocity, frequency... as the axis is) of the peak.
 
-        The first channel holding the maximum wins ties; pixels with no valid value are NaN.
+        The first channel holding the maximum wins ties; pixels with no valid value are NaN
+        (spectral-cube's ``argmax_world``). One indexed kernel pass per chunk.
         """
-        obj = self._obj
-        dim = spectral.spectral_dim(obj) if dim is None else dim
-        values = self._spectral_values(obj, dim)
-        out = peak_position(fused_dask(obj, dim), obj.get_axis_num(dim), values)
-        units = str(obj[dim].attrs.get("units", "")) if dim in obj.coords else ""
-        return reduced(obj, out, (dim,), "peak_velocity", unit_string(units))
+        return moments.peak_velocity(*self._along(dim))
 
     def quantity(self) -> Any:
         """This DataArray's values, computed, as an ``astropy.units.Quantity``."""
         return quantity(self._obj)
+
+
+class NoiseMethods:
+    """Mask and noise methods of ``da.fits`` (mixed into the accessor)."""
+
+    _obj: xr.DataArray
+
+    def with_mask(self, cond: Any) -> xr.DataArray:
+        """This cube where ``cond`` holds, NaN elsewhere, lazily (spectral-cube's
+        ``with_mask``). ``cond``: a callable given the cube over dfits' fused chunks
+        (``lambda c: c > 0.1``: nothing is loaded), or a boolean array or DataArray that
+        broadcasts (a 2-D sky mask, a 1-D channel mask along the spectral dimension)."""
+        return noise.with_mask(fused(self._obj), cond)
+
+    def mad_std(self, dim: Hashable | tuple[Hashable, ...] | None = None) -> Any:
+        """Robust σ: 1.4826 × median absolute deviation of the valid values, astropy's
+        ``mad_std(ignore_nan=True)`` and spectral-cube's ``mad_std``.
+
+        ``dim=None``: over the whole cube, a 0-d DataArray (``float()`` computes it), exact,
+        in 4 passes of bounded memory over a float32 cube (8 for float64). A dimension (the
+        spectral one: a noise map per spectrum) or a tuple (``("y", "x")``: per channel): a
+        DataArray over the others. All lazy.
+        """
+        return noise.mad_std(fused(self._obj), dim)
+
+    def sigma_clipped_moment(
+        self, order: int, nsigma: float = 3.0, noise: Any = None, dim: str | None = None
+    ) -> xr.DataArray:
+        """Moment ``order`` of the values above ``nsigma`` × ``noise``.
+
+        ``noise``: a number (the threshold then runs inside the fused moment kernel), a
+        DataArray that broadcasts (e.g. ``mad_std(spectral_dim)``: per-pixel clipping
+        through :meth:`with_mask`), or None for the global :meth:`mad_std` (computed now:
+        the threshold of the fused kernel is a number).
+        """
+        from dfits.cube.noise import clipped_moment
+
+        obj = self._obj
+        along = spectral.spectral_dim(obj) if dim is None else dim
+        return clipped_moment(fused(obj, along), order, nsigma, noise, dim)

@@ -6,8 +6,8 @@ unmodified selection of a dfits HDU — its encoding names the file and HDU (``d
 stepped pixel indices, and the dtype is the HDU's — the array is ``hdu.data`` (or
 ``hdu.to_dask(reduce_axis=...)``, chunks planned for reducing along one dimension) sliced and
 transposed like ``obj``: its chunks hold stored bytes and its reductions run the fused
-kernels. Anything else keeps its own dask array, wraps its in-memory values in one chunk, or
-is chunked lazily (a backend array is never read whole to find out).
+kernels. Anything else is :func:`dfits.cube.lazy.as_dask`'s: its own dask array, its
+in-memory values in one chunk, or chunked lazily (a backend array is never read whole).
 """
 
 from __future__ import annotations
@@ -15,24 +15,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
-from dfits.xarray.coords import pixel_picks
-from dfits.xarray.errors import WCSError
+from dfits.cube.coords import pixel_picks
+from dfits.cube.errors import WCSError
+from dfits.cube.lazy import as_dask
+from dfits.cube.wcs import pixel_coords
 from dfits.xarray.files import open_file
 
-__all__ = ["fused_dask", "pixel_coords"]
-
-
-def pixel_coords(obj: xr.DataArray) -> dict[int, Any]:
-    """``{FITS axis: pixel indices}`` from the ``pixel_<dim>`` coordinates still present."""
-    out = {}
-    for name, coord in obj.coords.items():
-        axis = coord.attrs.get("fits_axis")
-        if str(name).startswith("pixel_") and axis is not None:
-            out[int(axis)] = coord.values
-    return out
+__all__ = ["fused", "fused_dask"]
 
 
 def fused_dask(obj: xr.DataArray, along: Hashable | None = None) -> Any:
@@ -41,26 +32,18 @@ def fused_dask(obj: xr.DataArray, along: Hashable | None = None) -> Any:
     ``along``: a dimension the caller will reduce over; file-backed data then get chunks
     planned for that reduction (:func:`dfits.array.chunks.reduction_chunks`).
     """
-    import dask.array as da
-
     var = obj.variable
     if not var._in_memory and "dfits_source" in var.encoding:
         rebuilt = _rebuild(obj, along)
         if rebuilt is not None:
             return rebuilt
-    if obj.chunks is not None:
-        return obj.data
-    if var._in_memory:
-        return da.from_array(np.asarray(obj.data), chunks=-1)
-    # A lazily indexed (backend) array: ``obj.data`` would read all of it; chunk it instead,
-    # like the file where a selection left a dimension whole, "auto" elsewhere.
-    preferred = var.encoding.get("preferred_chunks", {})
-    chunks = {
-        d: c
-        for d, c in preferred.items()
-        if d in obj.dims and (isinstance(c, int) or sum(c) == obj.sizes[d])
-    }
-    return obj.chunk({d: chunks.get(d, "auto") for d in obj.dims}).data
+    return as_dask(obj)
+
+
+def fused(obj: xr.DataArray, along: Hashable | None = None) -> xr.DataArray:
+    """``obj`` over :func:`fused_dask`'s array (encoding kept: it names the file, for the
+    beam table and error messages): what the accessor hands :mod:`dfits.cube`."""
+    return obj.copy(deep=False, data=fused_dask(obj, along))
 
 
 def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:

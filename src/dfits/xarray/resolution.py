@@ -1,8 +1,8 @@
 """The beam methods of the ``.fits`` accessor: beams, brightness units, convolution.
 
 The contract: :class:`BeamMethods` is mixed into the DataArray accessor; each method maps
-onto :mod:`dfits.xarray.beams` (reading BMAJ/BMIN/BPA or a CASA ``BEAMS`` table into
-``radio_beam`` objects, Jy/beam ↔ K per channel) or :mod:`dfits.xarray.smooth` (lazy,
+onto :mod:`dfits.cube.beams` (reading BMAJ/BMIN/BPA or a CASA ``BEAMS`` table into
+``radio_beam`` objects, Jy/beam ↔ K per channel) or :mod:`dfits.cube.smooth` (lazy,
 chunk-wise convolution with a halo). Results stay lazy, keep the header (with the new beam
 after :meth:`~BeamMethods.convolve_to`) and compare equal to spectral-cube 0.7's.
 """
@@ -14,9 +14,10 @@ from typing import Any
 
 import xarray as xr
 
-from dfits.xarray import beams as _beams
-from dfits.xarray import smooth as _smooth
-from dfits.xarray.errors import BeamError
+from dfits.cube import beams as _beams
+from dfits.cube import smooth as _smooth
+from dfits.cube.errors import BeamError
+from dfits.xarray.fused import fused
 
 __all__ = ["BeamMethods"]
 
@@ -27,12 +28,20 @@ class BeamMethods:
     _obj: xr.DataArray
     _celestial: Callable[[], Any]  # the accessor's: the celestial WCS of the (y, x) plane
 
+    def _planes(self) -> xr.DataArray:
+        """This cube over dfits' fused chunks, in the caller's chunks where it has some."""
+        obj = self._obj
+        out = fused(obj)
+        if obj.chunks is not None and out.chunks != obj.chunks:
+            out = out.chunk(dict(zip(obj.dims, obj.chunks, strict=True)))
+        return out
+
     @property
     def beam(self) -> Any:
         """The cube's :class:`radio_beam.Beam` (BMAJ/BMIN/BPA), or None.
 
         A multi-beam cube (CASA ``BEAMS`` table) has no single beam: this raises
-        :class:`~dfits.xarray.errors.BeamError`; use :attr:`beams` (or
+        :class:`~dfits.cube.errors.BeamError`; use :attr:`beams` (or
         ``beams.common_beam()``).
         """
         from radio_beam import Beams
@@ -73,7 +82,7 @@ class BeamMethods:
         --------
         >>> kelvin = cube.fits.to_unit("K")            # doctest: +SKIP
         """
-        return _beams.to_unit(self._obj, unit)
+        return _beams.to_unit(fused(self._obj), unit)
 
     def convolve_to(
         self,
@@ -92,7 +101,7 @@ class BeamMethods:
         :class:`BeamError` unless ``allow_smaller`` (that channel is then left as it was).
         The result's header carries the new beam.
         """
-        return _smooth.convolve_to(self._obj, beam, self._celestial(), convolve, allow_smaller)
+        return _smooth.convolve_to(self._planes(), beam, self._celestial(), convolve, allow_smaller)
 
     def spatial_smooth(
         self,
@@ -105,4 +114,4 @@ class BeamMethods:
         lazily and chunk-wise; ``convolve`` defaults to :func:`astropy.convolution.convolve`
         (spectral-cube's ``spatial_smooth``). Jy/beam cubes are refused unless
         ``raise_error_jybm=False`` (the beam would be wrong): use :meth:`convolve_to`."""
-        return _smooth.spatial_smooth(self._obj, kernel, convolve, raise_error_jybm)
+        return _smooth.spatial_smooth(self._planes(), kernel, convolve, raise_error_jybm)

@@ -44,8 +44,8 @@ class DaskSection:
 def spectral_labels(obj: Any) -> tuple[np.ndarray, str] | None:
     """(value per channel, ``"NAME [unit]"``) of ``obj``'s spectral coordinate, for the
     figures' titles; None when ``obj`` has no spectral dimension with a numeric coordinate."""
-    from dfits.xarray.errors import SpectralError
-    from dfits.xarray.spectral import spectral_dim
+    from dfits.cube.errors import SpectralError
+    from dfits.cube.spectral import spectral_dim
 
     try:
         dim = spectral_dim(obj)

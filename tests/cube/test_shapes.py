@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 from astropy.coordinates import Angle, SkyCoord
 
-from dfits.xarray.errors import RegionError, SpectralError
+from dfits.cube.errors import RegionError, SpectralError
 
 from .conftest import spectral_cube_file
 

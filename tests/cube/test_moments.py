@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dfits.xarray.moments import moment_map, moment_units
+from dfits.cube.moments import moment_map, moment_units
 
 
 @pytest.fixture

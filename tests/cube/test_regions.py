@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dfits.xarray.errors import RegionError
-from dfits.xarray.regions import aperture_mask, cutout_slices, region_mask, to_degrees, to_pixel
-from tests.xarray.conftest import celestial_wcs
+from dfits.cube.errors import RegionError
+from dfits.cube.regions import aperture_mask, cutout_slices, region_mask, to_degrees, to_pixel
+from tests.cube.conftest import celestial_wcs
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import xarray as xr
 from astropy.io import fits
 from astropy.wcs import WCS
 
-from dfits.xarray.coords import pixel_picks, plan_axes, sliced_wcs
-from dfits.xarray.errors import WCSError
-from tests.xarray.conftest import celestial_wcs, reread, write
+from dfits.cube.coords import pixel_picks, plan_axes, sliced_wcs
+from dfits.cube.errors import WCSError
+from tests.cube.conftest import celestial_wcs, reread, write
 
 
 @pytest.mark.parametrize("matrix", ["PC", "CD"])

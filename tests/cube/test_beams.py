@@ -10,8 +10,8 @@ import pytest
 import xarray as xr
 from astropy.io import fits
 
-from dfits.xarray.beams import cube_beams, to_unit
-from dfits.xarray.errors import BeamError
+from dfits.cube.beams import cube_beams, to_unit
+from dfits.cube.errors import BeamError
 
 from .beamfiles import multibeam_file
 from .conftest import SPECTRAL_CUBES, spectral_cube_file

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from dfits.xarray.errors import RegionError
+from dfits.cube.errors import RegionError
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from dfits.cube.coords import celestial_block, plan_axes
+from dfits.cube.errors import RegionError
+from dfits.cube.wcs import dataarray_wcs
 from dfits.format.headertext import readable_header
-from dfits.xarray.coords import celestial_block, plan_axes
-from dfits.xarray.errors import RegionError
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS
@@ -41,7 +42,7 @@ def target_grid(target: Any, shape_out: tuple[int, int] | None) -> tuple[WCS, tu
     if hasattr(target, "to_astropy"):  # a dfits.Header
         target = target.to_astropy()
     if isinstance(target, xr.DataArray):
-        wcs, shape = target.fits.wcs.celestial, (target.sizes["y"], target.sizes["x"])
+        wcs, shape = dataarray_wcs(target)[0].celestial, (target.sizes["y"], target.sizes["x"])
     elif hasattr(target, "cards") and hasattr(target, "tostring"):  # an astropy Header
         wcs = WCS(target).celestial
         shape = (int(target.get("NAXIS2", 0)), int(target.get("NAXIS1", 0)))
@@ -140,15 +141,15 @@ def reproject_cube(
     order: str = "bilinear",
 ) -> xr.DataArray:
     """``obj`` (dims spectral, y, x) with every channel resampled onto ``target``'s grid."""
-    from dfits.xarray.fused import fused_dask
-    from dfits.xarray.spectral import spectral_dim
+    from dfits.cube.lazy import as_dask
+    from dfits.cube.spectral import spectral_dim
 
     dim = spectral_dim(obj)
     wcs, shape = target_grid(target, shape_out)
     spec = _spectral_wcs(obj)
     cube = obj.transpose(dim, "y", "x")
     # whole planes per task: reproject needs the plane around each output pixel
-    data = fused_dask(cube).rechunk({1: -1, 2: -1})
+    data = as_dask(cube).rechunk({1: -1, 2: -1})
     values = data.map_blocks(
         _reproject_planes, source, wcs, shape, order,
         chunks=(data.chunks[0], (shape[0],), (shape[1],)), dtype=np.float64,
@@ -164,7 +165,7 @@ def reproject_cube(
 
 def _spectral_wcs(obj: xr.DataArray) -> WCS:
     """The 1-D spectral WCS of ``obj``, refused when it mixes with the celestial axes."""
-    wcs = obj.fits.wcs
+    wcs = dataarray_wcs(obj)[0]
     spec = wcs.wcs.spec
     if spec < 0:
         raise RegionError(f"reproject: {obj.name!r} has no spectral axis in its WCS")

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from dfits.xarray import spectral
-from dfits.xarray.errors import BeamError
+from dfits.cube import spectral
+from dfits.cube.errors import BeamError
 
 __all__ = ["beam_cards", "beam_source", "cube_beams", "frequencies", "keep_beams", "to_unit"]
 
@@ -56,12 +56,13 @@ def _header_beam(obj: xr.DataArray, header: Any) -> Any:
 
 def _beam_table(obj: xr.DataArray) -> Any:
     """The HDU of the file's ``BEAMS`` table, or None."""
-    from dfits.xarray.files import open_file
+    import dfits
 
     source = beam_source(obj)
     if source is None:
         return None
-    f = open_file(*source)
+    # Opened afresh (headers only): the xarray layer's cache of open files is above this one.
+    f = dfits.open(source[0], storage_options=source[1])
     for hdu in f:
         if hdu.is_table and str(hdu.header.get("EXTNAME", "")).strip().upper() == "BEAMS":
             return hdu
@@ -183,8 +184,8 @@ def to_unit(obj: xr.DataArray, unit: Any) -> xr.DataArray:
     """``obj`` in brightness ``unit`` (K, Jy/beam, Jy/sr, mJy/beam...), lazily, per channel."""
     import astropy.units as u
 
-    from dfits.xarray.fused import fused_dask
-    from dfits.xarray.results import unit_string
+    from dfits.cube.lazy import as_dask
+    from dfits.cube.results import unit_string
 
     text = str(obj.attrs.get("units", ""))
     try:
@@ -192,7 +193,7 @@ def to_unit(obj: xr.DataArray, unit: Any) -> xr.DataArray:
     except ValueError as err:
         raise BeamError(f"{spectral.describe(obj)}: units {text!r} -> {unit!r}: {err}") from err
     factors = _factors(obj, old, new)
-    x = fused_dask(obj)
+    x = as_dask(obj)
     if factors.size > 1:
         shape = [obj.sizes[d] if d == spectral.spectral_dim(obj) else 1 for d in obj.dims]
         factors = factors.reshape(shape)

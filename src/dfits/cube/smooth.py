@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from dfits.xarray import spectral
-from dfits.xarray.beams import beam_cards, cube_beams, keep_beams
-from dfits.xarray.errors import BeamError
+from dfits.cube import spectral
+from dfits.cube.beams import beam_cards, cube_beams, keep_beams
+from dfits.cube.errors import BeamError
 
 __all__ = ["convolve_planes", "convolve_to", "spatial_smooth"]
 
@@ -80,15 +80,13 @@ def convolve_planes(
     """``obj`` with each (y, x) plane convolved as ``plans`` say (see the module docstring)."""
     from astropy.convolution import convolve_fft
 
-    from dfits.xarray.fused import fused_dask
+    from dfits.cube.lazy import as_dask
 
     convolve = convolve_fft if convolve is None else convolve
     dim = spectral.spectral_dim(obj)
     order = [d for d in obj.dims if d not in (dim, "y", "x")] + [dim, "y", "x"]
     cube = obj.transpose(*order)
-    x = fused_dask(cube)
-    if cube.chunks is not None and x.chunks != cube.chunks:
-        x = x.rechunk(cube.chunks)  # the caller's chunks (fused_dask reads the file's)
+    x = as_dask(cube)
     distinct = {p if isinstance(p, tuple) else id(p): p for p in plans if p is not None}
     sizes = [_plane_kernel(p, pixscale).shape for p in distinct.values()]
     half = [max((s[i] // 2 for s in sizes), default=0) for i in (0, 1)]

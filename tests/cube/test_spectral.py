@@ -8,8 +8,8 @@ import pytest
 import xarray as xr
 from astropy.wcs import WCS
 
-from dfits.xarray.errors import SpectralError
-from dfits.xarray.spectral import spectral_dim, spectral_slab, with_spectral_unit
+from dfits.cube.errors import SpectralError
+from dfits.cube.spectral import spectral_dim, spectral_slab, with_spectral_unit
 
 from .conftest import celestial_wcs, write
 

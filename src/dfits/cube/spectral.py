@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from dfits.cube.coords import parse_wcs
+from dfits.cube.errors import SpectralError, WCSError
 from dfits.errors import where
 from dfits.format.headertext import card_text, readable_header
-from dfits.xarray.coords import parse_wcs
-from dfits.xarray.errors import SpectralError, WCSError
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS

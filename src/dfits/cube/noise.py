@@ -21,25 +21,21 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from dfits.xarray.beams import keep_beams
-from dfits.xarray.fused import fused_dask
-from dfits.xarray.results import reduced, unit_string
+from dfits.cube.beams import keep_beams
+from dfits.cube.lazy import as_dask
+from dfits.cube.results import reduced, unit_string
 
-__all__ = ["MAD_TO_STD", "NoiseMethods", "mad_std", "with_mask"]
+__all__ = ["MAD_TO_STD", "clipped_moment", "mad_std", "with_mask"]
 
 #: σ of a normal distribution per median absolute deviation, 1 / Φ⁻¹(3/4) (astropy's).
 MAD_TO_STD = 1.482602218505602
-
-
-def _fused_view(obj: xr.DataArray) -> xr.DataArray:
-    return obj.copy(deep=False, data=fused_dask(obj))
 
 
 def with_mask(obj: xr.DataArray, cond: Any) -> xr.DataArray:
     """``obj`` where ``cond`` holds, NaN elsewhere (see the module docstring), lazily."""
     import dask.array as da
 
-    view = _fused_view(obj)
+    view = obj.copy(deep=False, data=as_dask(obj))
     keep = cond(view) if callable(cond) else cond
     if isinstance(keep, xr.DataArray):
         keep = keep.broadcast_like(view).transpose(*view.dims).data
@@ -58,7 +54,7 @@ def mad_std(obj: xr.DataArray, dim: Hashable | tuple[Hashable, ...] | None = Non
 
     units = unit_string(str(obj.attrs.get("units", "")))
     if dim is None:  # exact, bounded memory: a fixed number of counting passes
-        mad = median_deviation(fused_dask(obj)).astype(np.float64) * MAD_TO_STD
+        mad = median_deviation(as_dask(obj)).astype(np.float64) * MAD_TO_STD
         return reduced(obj, mad, tuple(str(d) for d in obj.dims), "mad_std", units)
     dims = (dim,) if isinstance(dim, str) else tuple(dim)
     for d in dims:
@@ -66,7 +62,7 @@ def mad_std(obj: xr.DataArray, dim: Hashable | tuple[Hashable, ...] | None = Non
             raise ValueError(f"{d!r} is not a dimension of {obj.name!r}: {obj.dims}")
     axes = tuple(obj.get_axis_num(d) for d in dims)
     # each chunk holds the reduced axes whole (a per-spectrum map: whole spectra)
-    x = fused_dask(obj).rechunk(dict.fromkeys(axes, -1))
+    x = as_dask(obj).rechunk(dict.fromkeys(axes, -1))
     mad = x.map_blocks(_mad_block, axes=axes, drop_axis=axes, dtype=float)
     return reduced(obj, mad, tuple(str(d) for d in dims), "mad_std", units)
 
@@ -82,44 +78,21 @@ def _mad_block(block: Any, axes: tuple[int, ...]) -> np.ndarray:
         return MAD_TO_STD * np.nanmedian(np.abs(v - centre), axis=axes)
 
 
-class NoiseMethods:
-    """Mask and noise methods of ``da.fits`` (mixed into the accessor)."""
+def clipped_moment(
+    obj: xr.DataArray, order: int, nsigma: float = 3.0, noise: Any = None, dim: str | None = None
+) -> xr.DataArray:
+    """Moment ``order`` of the values of ``obj`` above ``nsigma`` × ``noise``.
 
-    _obj: xr.DataArray
+    ``noise``: a number (the threshold then runs inside the fused moment kernel), a
+    DataArray that broadcasts (e.g. ``mad_std(obj, spectral_dim)``: per-pixel clipping
+    through :func:`with_mask`), or None for the global :func:`mad_std` (computed now: the
+    threshold of the fused kernel is a number).
+    """
+    from dfits.cube.moments import moment
 
-    def with_mask(self, cond: Any) -> xr.DataArray:
-        """This cube where ``cond`` holds, NaN elsewhere, lazily (spectral-cube's
-        ``with_mask``). ``cond``: a callable given the cube over dfits' fused chunks
-        (``lambda c: c > 0.1``: nothing is loaded), or a boolean array or DataArray that
-        broadcasts (a 2-D sky mask, a 1-D channel mask along the spectral dimension)."""
-        return with_mask(self._obj, cond)
-
-    def mad_std(self, dim: Hashable | tuple[Hashable, ...] | None = None) -> Any:
-        """Robust σ: 1.4826 × median absolute deviation of the valid values, astropy's
-        ``mad_std(ignore_nan=True)`` and spectral-cube's ``mad_std``.
-
-        ``dim=None``: over the whole cube, a 0-d DataArray (``float()`` computes it), exact,
-        in 4 passes of bounded memory over a float32 cube (8 for float64). A dimension (the
-        spectral one: a noise map per spectrum) or a tuple (``("y", "x")``: per channel): a
-        DataArray over the others. All lazy.
-        """
-        return mad_std(self._obj, dim)
-
-    def sigma_clipped_moment(
-        self, order: int, nsigma: float = 3.0, noise: Any = None, dim: str | None = None
-    ) -> xr.DataArray:
-        """Moment ``order`` of the values above ``nsigma`` × ``noise``.
-
-        ``noise``: a number (the threshold then runs inside the fused moment kernel), a
-        DataArray that broadcasts (e.g. ``mad_std(spectral_dim)``: per-pixel clipping
-        through :meth:`with_mask`), or None for the global :meth:`mad_std` (computed now:
-        the threshold of the fused kernel is a number).
-        """
-        obj = self._obj
-        noise = mad_std(obj) if noise is None else noise
-        if isinstance(noise, xr.DataArray) and noise.ndim == 0:
-            noise = float(noise)
-        if isinstance(noise, xr.DataArray):
-            clipped = with_mask(obj, lambda c: c > nsigma * noise)
-            return clipped.fits.moment(order, dim)
-        return obj.fits.moment(order, dim, threshold=nsigma * float(noise))
+    noise = mad_std(obj) if noise is None else noise
+    if isinstance(noise, xr.DataArray) and noise.ndim == 0:
+        noise = float(noise)
+    if isinstance(noise, xr.DataArray):
+        return moment(with_mask(obj, lambda c: c > nsigma * noise), order, dim)
+    return moment(obj, order, dim, threshold=nsigma * float(noise))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dfits.xarray.errors import WCSError
+from dfits.cube.errors import WCSError
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS

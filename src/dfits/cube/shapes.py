@@ -11,12 +11,12 @@ The contract, matching spectral-cube 0.7's ``subcube_from_regions``:
   ``where`` with a small (y, x) mask, so nothing is read until computed and only the
   chunks the box touches ever are.
 * :func:`sky_lonlat` expresses a ``SkyCoord`` in the image's own celestial frame (ICRS,
-  FK5, Galactic, ...) as the (lon, lat) degrees the rest of :mod:`dfits.xarray.regions`
+  FK5, Galactic, ...) as the (lon, lat) degrees the rest of :mod:`dfits.cube.regions`
   takes; :func:`nearest_pixel` is the pixel whose centre is nearest a position.
 
 When every shape carries a spectral range (``meta["range"]``, two Quantities, as
 spectral-cube and DS9/CRTF files give them), the sub-cube is also a spectral slab from the
-lowest to the highest bound (:func:`~dfits.xarray.spectral.spectral_slab`: any spectral unit,
+lowest to the highest bound (:func:`~dfits.cube.spectral.spectral_slab`: any spectral unit,
 converted with the cube's own velocity convention and rest value). Shapes whose
 ``meta`` names another ``veltype`` or ``restfreq`` are refused rather than converted.
 
@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from dfits.xarray.errors import RegionError
-from dfits.xarray.fused import fused_dask
+from dfits.cube.errors import RegionError
+from dfits.cube.lazy import as_dask
 
 if TYPE_CHECKING:
     from astropy.wcs import WCS
@@ -69,7 +69,7 @@ def sky_lonlat(coord: Any, w2: WCS) -> tuple[float, float]:
 
 def nearest_pixel(w2: WCS, lon: float, lat: float, ny: int, nx: int) -> tuple[int, int]:
     """The (y, x) index of the pixel whose centre is nearest (lon, lat); outside raises."""
-    from dfits.xarray.regions import to_pixel
+    from dfits.cube.regions import to_pixel
 
     px, py = to_pixel(w2, lon, lat)
     # half-way pixels go up, as astropy's world_to_array_index (round() would go to even)
@@ -115,7 +115,7 @@ def subcube(obj: xr.DataArray, region: Any, celestial: Callable[[], WCS]) -> xr.
     shape = [sub.sizes[d] if d in ("y", "x") else 1 for d in sub.dims]
     keep = inside.transpose(*[d for d in sub.dims if d in ("y", "x")]).values.reshape(shape)
     # a small (y, x) mask broadcast by dask: tasks stay (path, offsets) plus this box mask
-    data = da.where(keep, fused_dask(sub), np.nan)
+    data = da.where(keep, as_dask(sub), np.nan)
     return sub.copy(deep=False, data=data)
 
 
@@ -123,7 +123,7 @@ def _slab(obj: xr.DataArray, shapes: Sequence[Any]) -> xr.DataArray:
     """``obj`` cut to the shapes' spectral ranges when every shape has one."""
     import astropy.units as u
 
-    from dfits.xarray.spectral import spectral_slab
+    from dfits.cube.spectral import spectral_slab
 
     metas = [getattr(s, "meta", None) or {} for s in shapes]
     other = [k for m in metas for k in ("veltype", "restfreq") if m.get(k) is not None]

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 from astropy.convolution import Gaussian2DKernel, convolve
 
-from dfits.xarray.errors import BeamError
+from dfits.cube.errors import BeamError
 
 from .beamfiles import multibeam_file
 from .conftest import spectral_cube_file

@@ -13,7 +13,7 @@ from astropy.coordinates import SkyCoord
 from astropy.io import fits
 from astropy.wcs import WCS
 
-from dfits.xarray.errors import RegionError
+from dfits.cube.errors import RegionError
 
 from .conftest import spectral_cube_file
 

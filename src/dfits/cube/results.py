@@ -74,7 +74,7 @@ def quantity(obj: xr.DataArray) -> Any:
     try:
         unit = u.Unit(text, parse_strict="raise") if text else u.dimensionless_unscaled
     except ValueError as err:
-        from dfits.xarray.errors import SpectralError
+        from dfits.cube.errors import SpectralError
 
         raise SpectralError(f"{obj.name!r}: units {text!r} are not an astropy unit") from err
     return u.Quantity(obj.values, unit, copy=False)

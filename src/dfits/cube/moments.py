@@ -1,0 +1,176 @@
+"""Moment maps, peaks and line widths of a cube along its spectral axis, one pass per chunk.
+
+The contract: :func:`moment`, :func:`peak` and :func:`peak_velocity` take a DataArray (over
+dfits' fused chunks when the accessor calls them) and return lazy DataArrays of the celestial
+dimensions, in astropy unit strings (:func:`moment_units`).
+
+Underneath, :func:`moment_map` gives order 0 ``Σ I·|Δν|`` (Δν the channel width,
+``|gradient(ν)|``), order 1 the intensity-weighted mean ``Σ I·ν / Σ I`` and order 2 the
+intensity-weighted dispersion ``√(Σ I·(ν − m1)² / Σ I)``, with NaN, BLANK and values below
+``threshold`` left out. One pass of :func:`dfits.array.weighted_sums` accumulates ``Σ I``,
+``Σ I·(ν − ν̄)`` and ``Σ I·(ν − ν̄)²`` in float64 whatever the order; a pixel with nothing
+left (``Σ I = 0``) is NaN for orders 1 and 2 (without numpy's divide warning) and 0 for
+order 0, like ``nansum``. :func:`peak_position` is the table's ``nanargmax`` looked up in
+the spectral coordinate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from dfits.cube import spectral
+from dfits.cube.errors import SpectralError
+from dfits.cube.lazy import as_dask
+from dfits.cube.results import product_unit, reduced, unit_string
+
+__all__ = [
+    "FWHM_PER_SIGMA",
+    "linewidth_fwhm",
+    "moment",
+    "moment_map",
+    "moment_units",
+    "peak",
+    "peak_position",
+    "peak_velocity",
+    "spectral_values",
+]
+
+#: FWHM of a Gaussian in units of its σ, √(8 ln 2).
+FWHM_PER_SIGMA = float(np.sqrt(8 * np.log(2)))
+
+
+def _default_dim(obj: xr.DataArray) -> str | None:
+    try:
+        return spectral.spectral_dim(obj)
+    except SpectralError:
+        return None
+
+
+def spectral_values(obj: xr.DataArray, dim: str) -> np.ndarray:
+    """The coordinate values along ``dim`` (pixel numbers without one), refusing a Stokes or
+    non-numeric axis with a :class:`SpectralError` that names the spectral dimension."""
+    if dim not in obj.coords:
+        return np.arange(obj.sizes[dim], dtype=float)
+    coord = obj[dim]
+    if coord.dtype.kind not in "fiu" or str(coord.attrs.get("ctype", "")).startswith("STOKES"):
+        raise SpectralError(
+            f"{spectral.describe(obj)}: moments along {dim!r} make no sense: its values "
+            f"are {coord.values[:4].tolist()} (not a spectral axis); use dim="
+            f"{_default_dim(obj)!r}"
+        )
+    return np.asarray(coord.values, dtype=float)
+
+
+def moment(
+    obj: xr.DataArray,
+    order: int,
+    dim: str | None = None,
+    *,
+    threshold: float | None = None,
+    mask: Any = None,
+) -> xr.DataArray:
+    """Moment map ``order`` of ``obj`` along ``dim`` (default: the WCS's spectral dimension).
+
+    Order 0: Σ I·Δv (Δv the channel width, ``|gradient(coord)|``); 1: Σ I·v / Σ I;
+    2: the intensity-weighted dispersion √(Σ I·(v − m1)² / Σ I), spectral-cube's
+    ``linewidth_sigma``. Values below ``threshold`` and channels where the 1-D boolean
+    ``mask`` is False are left out; NaN pixels are ignored. Lazy: one kernel pass per chunk.
+    """
+    if order not in (0, 1, 2):
+        raise ValueError(f"moment order must be 0, 1 or 2, not {order!r}")
+    dim = spectral.spectral_dim(obj) if dim is None else dim
+    if dim not in obj.dims:
+        raise ValueError(f"{dim!r} is not a dimension of {obj.name!r}: {obj.dims}")
+    if mask is not None:
+        keep = np.asarray(mask, dtype=bool)
+        if keep.shape != (obj.sizes[dim],):
+            raise ValueError(f"mask must have shape ({obj.sizes[dim]},), not {keep.shape}")
+        obj = obj.isel({dim: np.flatnonzero(keep)})
+    v = spectral_values(obj, dim)
+    out = moment_map(as_dask(obj), obj.get_axis_num(dim), v, order, threshold)
+    return reduced(obj, out, (dim,), f"moment{order}", moment_units(obj, dim, order))
+
+
+def linewidth_fwhm(obj: xr.DataArray, dim: str | None = None, **kw: Any) -> xr.DataArray:
+    """σ (moment 2) × √(8 ln 2): the FWHM of a Gaussian line of that width, lazily."""
+    sigma = moment(obj, 2, dim, **kw)
+    return (sigma * FWHM_PER_SIGMA).rename("linewidth_fwhm").assign_attrs(sigma.attrs)
+
+
+def peak(obj: xr.DataArray, dim: str | None = None) -> xr.DataArray:
+    """The peak value along ``dim`` (the spectral one by default), NaNs ignored, one pass."""
+    from dfits.array import reduce
+
+    dim = spectral.spectral_dim(obj) if dim is None else dim
+    out = reduce(as_dask(obj), "nanmax", axis=(obj.get_axis_num(dim),))
+    return reduced(obj, out, (dim,), "peak", unit_string(str(obj.attrs.get("units", ""))))
+
+
+def peak_velocity(obj: xr.DataArray, dim: str | None = None) -> xr.DataArray:
+    """The spectral coordinate of the peak along ``dim`` (first channel on ties; NaN where
+    a spectrum has no valid value), one indexed pass per chunk."""
+    dim = spectral.spectral_dim(obj) if dim is None else dim
+    out = peak_position(as_dask(obj), obj.get_axis_num(dim), spectral_values(obj, dim))
+    units = str(obj[dim].attrs.get("units", "")) if dim in obj.coords else ""
+    return reduced(obj, out, (dim,), "peak_velocity", unit_string(units))
+
+
+def moment_map(
+    x: Any, axis: int, values: np.ndarray, order: int, threshold: float | None = None
+) -> Any:
+    """The moment ``order`` (0, 1 or 2) of dask array ``x`` along ``axis`` at ``values``."""
+    import dask.array as da
+
+    from dfits.array import weighted_sums
+
+    v = np.asarray(values, dtype=float)
+    # One pass over the stored values: Σ I, Σ I·w (and Σ I·w²) per pixel, with NaN, BLANK
+    # and values below the threshold left out, accumulated in float64 by the fused kernel.
+    if order == 0:
+        width = np.abs(np.gradient(v)) if v.size > 1 else np.ones(v.size)
+        return weighted_sums(x, axis, width, threshold=threshold)[1]
+    v0 = v.mean() if v.size else 0.0
+    sums = weighted_sums(x, axis, v - v0, threshold=threshold)
+    # Pixels with no emission (all NaN, masked or cut by the threshold) have Σ I = 0:
+    # NaN there, without numpy's divide warning in every notebook cell.
+    s0 = da.where(sums[0] == 0, np.nan, sums[0])
+    m1 = sums[1] / s0
+    if order == 1:
+        return m1 + v0
+    # Order 2 is the spread about the centroid; rounding can take s2/s0 − m1² below 0.
+    return da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
+
+
+def peak_position(x: Any, axis: int, values: np.ndarray) -> Any:
+    """``values`` at the ``nanargmax`` of dask array ``x`` along ``axis``, lazily; NaN where
+    a spectrum has no valid value (spectral-cube's ``argmax_world``). Ties go to the first
+    channel. One indexed kernel pass per stored chunk answers it (the table's ``nanargmax``).
+    """
+    import dask.array as da
+
+    from dfits.array import reduce
+
+    table = np.append(np.asarray(values, dtype=float), np.nan)
+    if x.dtype.kind == "f":
+        # numpy's nanargmax refuses an all-NaN spectrum: a -inf channel past the end gives
+        # it the index of the NaN appended to ``table``, and never wins anywhere else (ties
+        # go to the first channel). The extra blocks are small numpy arrays; the stored
+        # chunks are untouched, so they still answer from their kernel pass.
+        shape, chunks = list(x.shape), list(x.chunks)
+        shape[axis], chunks[axis] = 1, (1,)
+        pad = da.full(shape, -np.inf, dtype=x.dtype, chunks=tuple(chunks))
+        x = da.concatenate([x, pad], axis=axis)
+    where = reduce(x, "nanargmax", axis=axis)
+    return where.map_blocks(table.__getitem__, dtype=float)
+
+
+def moment_units(obj: xr.DataArray, dim: str, order: int) -> str:
+    """Unit of a moment map: BUNIT × the axis unit (order 0), the axis unit (orders 1, 2),
+    in astropy's string format (unparsable units are joined as written)."""
+    unit = str(obj[dim].attrs.get("units", "")) if dim in obj.coords else ""
+    if order:
+        return product_unit(unit)
+    return product_unit(str(obj.attrs.get("units", "")), unit)
