@@ -151,3 +151,17 @@ def test_spectral_results_are_written_with_a_header_that_describes_them(tmp_path
     beam = got.fits.beam
     assert header["BMAJ"] == pytest.approx(beam.major.to_value(u.deg))
     assert header["BMIN"] == pytest.approx(beam.minor.to_value(u.deg))
+
+
+def test_a_list_mixing_dataarrays_arrays_and_dfits_hdus(tmp_path):
+    source = tmp_path / "in.fits"
+    image = np.arange(6, dtype="i2").reshape(2, 3)
+    fits.HDUList([fits.PrimaryHDU(), fits.ImageHDU(image, name="OLD")]).writeto(source)
+    named = xr.DataArray(np.ones(4, "f4"), dims="x", name="sci")
+    out = tmp_path / "mixed.fits"
+    dfits.to_fits([named, np.zeros(2), *dfits.open(source)], out)  # its data-less primary: skipped
+    with fits.open(out, checksum=True) as hl:
+        assert [h.name for h in hl] == ["PRIMARY", "SCI", "", "OLD"]
+        np.testing.assert_array_equal(hl["SCI"].data, named.values)
+        np.testing.assert_array_equal(hl[2].data, np.zeros(2))
+        np.testing.assert_array_equal(hl["OLD"].data, image)

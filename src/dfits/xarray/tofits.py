@@ -24,6 +24,7 @@ from dfits.format.imagehdu import UserCard, user_cards
 from dfits.format.longcards import format_cards
 from dfits.format.mandatory import MANDATORY
 from dfits.write.api import append_items, item_of, write_items
+from dfits.write.api import items_of as plain_items
 from dfits.write.images import ImageItem
 
 __all__ = ["append", "items_of", "to_fits"]
@@ -108,8 +109,10 @@ def items_of(obj: Any, header: Any = None) -> tuple[list[ImageItem], bool]:
     if isinstance(obj, list | tuple):
         items = []
         for x in obj:
-            name = getattr(x, "name", None) if isinstance(x, xr.DataArray) else None
-            items.append(_item(x, header, str(name).upper() if name is not None else None))
+            if not isinstance(x, xr.DataArray):
+                items += plain_items([x], header)[0]  # arrays, HDUs (data-less ones skipped)
+                continue
+            items.append(_item(x, header, str(x.name).upper() if x.name is not None else None))
         return items, False
     return [_item(obj, header, None)], True
 
