@@ -144,7 +144,7 @@ def test_moment_keeps_celestial_wcs_object_and_beam(sky_cube, tmp_path):
         assert hl[0].data.shape == (6, 5)
     assert header["OBJECT"] == "NGC 1333"
     assert (header["BMAJ"], header["BMIN"], header["BPA"]) == (3e-4, 2e-4, 30.0)
-    assert header["BUNIT"] == "Jy/beam Hz"
+    assert header["BUNIT"] == "Hz Jy / beam"  # the accessor's unit string (astropy's)
     assert str(sky_cube) in "".join(str(h) for h in header["HISTORY"]).replace(" ", "")
     want = WCS(fits.getheader(sky_cube)).celestial
     got = WCS(header)
@@ -265,6 +265,8 @@ def test_stats_of_an_all_blank_image_raises_no_foreign_warning(tmp_path, capsys)
 
 
 def test_moment_takes_the_spectral_axis_from_the_wcs(tmp_path, capsys):
+    from astropy.wcs import WCS
+
     # ALMA's order: (Stokes, freq, y, x); axis 0 would be Stokes
     data = np.random.default_rng(5).random((1, 4, 3, 2)).astype(np.float32)
     header = fits.Header([("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN"), ("CTYPE3", "FREQ"),
@@ -275,7 +277,9 @@ def test_moment_takes_the_spectral_axis_from_the_wcs(tmp_path, capsys):
     out = tmp_path / "m1.fits"
     assert main(["moment", str(path), "--order", "1", "--out", str(out), "--quiet"]) == 0
     got = fits.getdata(out)
-    freq = 1e11 + 1e6 * np.arange(4)
+    # CRPIX3 is absent: 0, as the standard and wcslib say (pixel 1 is CRVAL3 + CDELT3)
+    freq = WCS(header).spectral.pixel_to_world_values(np.arange(4))
+    assert freq[0] == 1e11 + 1e6
     want = (data * freq[:, None, None]).sum(axis=1) / data.sum(axis=1)
     np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
     flat = tmp_path / "image.fits"
@@ -307,6 +311,44 @@ def test_moment_in_another_spectral_unit_equals_spectral_cube(sky_cube, tmp_path
         got = hl[0].data
         assert u.Unit(hl[0].header["BUNIT"]) == want.unit
     np.testing.assert_allclose(got, want.value.astype(np.float32), rtol=2e-6)
+
+
+@pytest.mark.parametrize(
+    ("ctype", "crval", "cdelt", "cunit", "unit"),
+    [
+        ("FREQ-LOG", 1.0e11, 5.0e8, "Hz", None),  # non-linear: logarithmic channels
+        ("VOPT-F2W", 3.0e5, -2.0e5, "m/s", None),  # optical velocity, linear in frequency
+        ("FREQ", 2.3e11, 5e5, "Hz", "km/s"),  # converted to radio velocity by wcslib
+    ],
+)
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_moment_equals_the_accessors(tmp_path, ctype, crval, cdelt, cunit, unit, order):
+    """The CLI takes its spectral axis from the accessor's code, not from CRVAL/CDELT."""
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    data = rng.random((7, 4, 3)).astype(np.float32) + 0.5
+    data[2, 1, 1] = np.nan
+    cards = [("CTYPE1", "RA---SIN"), ("CRVAL1", 52.0), ("CDELT1", -1e-4), ("CRPIX1", 2.0),
+             ("CTYPE2", "DEC--SIN"), ("CRVAL2", 31.0), ("CDELT2", 1e-4), ("CRPIX2", 2.0),
+             ("CTYPE3", ctype), ("CRVAL3", crval), ("CDELT3", cdelt), ("CRPIX3", 3.0),
+             ("CUNIT3", cunit), ("RESTFRQ", 2.3001e11), ("BUNIT", "Jy/beam")]  # fmt: skip
+    path = tmp_path / "cube.fits"
+    fits.writeto(path, data, fits.Header(cards))
+    out = tmp_path / "m.fits"
+    argv = ["moment", str(path), "--order", str(order), "--out", str(out), "--quiet"]
+    cube = xr.open_dataarray(path, engine="dfits")
+    if unit:
+        argv += ["--unit", unit, "--velocity-convention", "radio"]
+        cube = cube.fits.with_spectral_unit(unit, velocity_convention="radio")
+    assert main(argv) == 0
+    want = cube.fits.moment(order)
+    with fits.open(out) as hl:
+        np.testing.assert_allclose(hl[0].data, want.values.astype(np.float32), rtol=1e-6)
+        assert hl[0].header["BUNIT"] == want.attrs["units"]
+    if unit is None:  # CRVAL + CDELT·(i + 1 - CRPIX) would be wrong here
+        step = np.diff(cube[cube.fits.spectral_dim].values)
+        assert not np.allclose(step, step[0], rtol=1e-9)
 
 
 def test_moment_unit_options_are_checked(sky_cube, tmp_path, capsys):

@@ -1,9 +1,11 @@
 """``dfits moment``: a moment map along the spectral axis, written atomically with its WCS.
 
-Without ``--unit`` the map is made in the file's own spectral unit from the linear WCS keywords
-(one fused pass over the cube). With ``--unit`` (and ``--velocity-convention`` where frequency
-must become velocity) the cube goes through the xarray accessor: ``with_spectral_unit`` (wcslib's
-spectral transforms) and ``.fits.moment``, whose units follow the map (``Jy km / (beam s)``).
+The map is the accessor's: the cube opened as a DataArray by the ``dfits`` engine (its
+spectral coordinate is the WCS's world values, non-linear axes included), over the HDU's
+chunks planned for the reduction, then :func:`dfits.cube.moments.moment` (one fused pass per
+chunk). With ``--unit`` (and ``--velocity-convention`` where frequency must become velocity)
+the axis goes through :func:`dfits.cube.spectral.with_spectral_unit` (wcslib's spectral
+transforms) first; units follow the map (``Jy km / (beam s)``).
 """
 
 from __future__ import annotations
@@ -13,18 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["moment_command"]
-
-
-def _spectral_axis(header: Any, ndim: int, axis: int) -> Any:
-    """Channel coordinates along numpy ``axis`` from the linear WCS keywords (1-based FITS n)."""
-    import numpy as np
-
-    n = ndim - axis
-    length = header.get(f"NAXIS{n}", 1)
-    crval = float(header.get(f"CRVAL{n}", 0.0))
-    cdelt = float(header.get(f"CDELT{n}", header.get(f"CD{n}_{n}", 1.0)))
-    crpix = float(header.get(f"CRPIX{n}", 1.0))
-    return crval + (np.arange(length) + 1 - crpix) * cdelt, cdelt, header.get(f"CUNIT{n}", "")
 
 
 # Cards a map keeps from its cube: what was observed, and the beam (a map has the cube's).
@@ -81,54 +71,44 @@ def _spectral_numpy_axis(hdu: Any, ndim: int) -> int:
     return ndim - 1 - int(pixels[0])
 
 
-def _native_unit_map(args: argparse.Namespace, hdu: Any, progress: Any) -> int:
+def _cube(args: argparse.Namespace, hdu: Any, key: Any, axis: int) -> Any:
+    """The HDU as the engine's DataArray, over its chunks planned for reducing ``axis``."""
+    import xarray as xr
+
+    ds = xr.open_dataset(args.file, engine="dfits", hdu=hdu.index if key is None else key)
+    cube = ds[next(iter(ds.data_vars))]
+    # the same values as the engine's lazily indexed array, in chunks deep along the axis
+    return cube.copy(deep=False, data=hdu.to_dask(reduce_axis=axis))
+
+
+def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
     import dask
-    import dask.array as da
     import numpy as np
 
     import dfits
-    from dfits.array import weighted_sums
+    from dfits.cube import spectral
+    from dfits.cube.moments import moment
 
-    x = hdu.data
-    axis = args.axis if args.axis is not None else _spectral_numpy_axis(hdu, x.ndim)
-    coord, cdelt, unit = _spectral_axis(hdu.header, x.ndim, axis)
-    x = hdu.to_dask(reduce_axis=axis)  # chunks deep along the axis: small partials
-    # One pass of the fused kernel per chunk: Σ I, Σ I·(ν−ν̄), Σ I·(ν−ν̄)² per pixel, NaN/BLANK and
-    # values under --clip left out; centring on ν̄ keeps the order-2 difference well conditioned.
-    v0 = float(coord.mean())
-    sums = weighted_sums(x, axis, coord - v0, threshold=args.clip)
-    if args.order == 0:
-        result = sums[0] * abs(cdelt)
-    else:
-        s0 = da.where(sums[0] == 0, np.nan, sums[0])
-        m1 = sums[1] / s0
-        result = m1 + v0 if args.order == 1 else da.sqrt(da.maximum(sums[2] / s0 - m1**2, 0))
-    bunit = str(hdu.header.get("BUNIT", ""))
-    units = {0: f"{bunit} {unit}".strip(), 1: unit, 2: unit}[args.order]
-    cards = [*_map_cards(hdu.header, axis, x.ndim), ("BUNIT", units)]
-    cards.append(("HISTORY", f"dfits moment {args.order} of {_ascii(args.file)}"))
-    with progress(args), dask.config.set(scheduler="threads"):
-        dfits.to_fits(result.astype(np.float32), args.out, header=cards, overwrite=args.overwrite)
-    print(f"wrote moment-{args.order} map {result.shape} to {args.out}")
-    return 0
-
-
-def _unit_map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
-    """The map in ``--unit`` through the accessor (wcslib converts the spectral axis)."""
-    import dask
-    import numpy as np
-    import xarray as xr
-
-    if args.axis is not None:
+    ndim = len(hdu.shape)
+    if args.unit and args.axis is not None:
         raise ValueError("--unit converts the WCS's spectral axis: leave --axis out")
-    ds = xr.open_dataset(args.file, engine="dfits", hdu=hdu.index if key is None else key)
-    cube = ds[next(iter(ds.data_vars))]
-    cube = cube.fits.with_spectral_unit(args.unit, args.velocity_convention)
-    result = cube.fits.moment(args.order, threshold=args.clip)
-    history = [("HISTORY", f"dfits moment {args.order} of {_ascii(args.file)} in {args.unit}")]
+    axis = args.axis if args.axis is not None else _spectral_numpy_axis(hdu, ndim)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"--axis {axis} is out of range for {ndim}-d data")
+    cube = _cube(args, hdu, key, axis % ndim)
+    dim = str(cube.dims[axis])
+    history = f"dfits moment {args.order} of {_ascii(args.file)}"
+    if args.unit:
+        cube = spectral.with_spectral_unit(cube, args.unit, args.velocity_convention)
+        dim = spectral.spectral_dim(cube)
+        history += f" in {args.unit}"
+    result = moment(cube, args.order, dim, threshold=args.clip)
+    units = result.attrs.get("units", "")
+    cards = [*_map_cards(hdu.header, axis % ndim, ndim), ("BUNIT", units), ("HISTORY", history)]
     with progress(args), dask.config.set(scheduler="threads"):
-        result.astype(np.float32).fits.to_fits(args.out, header=history, overwrite=args.overwrite)
-    print(f"wrote moment-{args.order} map {result.shape} in {result.attrs['units']} to {args.out}")
+        dfits.to_fits(result.data.astype(np.float32), args.out, header=cards,
+                      overwrite=args.overwrite)  # fmt: skip
+    print(f"wrote moment-{args.order} map {result.shape} in {units or 'no unit'} to {args.out}")
     return 0
 
 
@@ -148,6 +128,4 @@ def moment_command(
     ndim = len(hdu.shape)
     if ndim < 2:
         raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {ndim}-d")
-    if args.unit:
-        return _unit_map(args, hdu, key, progress)
-    return _native_unit_map(args, hdu, progress)
+    return _map(args, hdu, key, progress)
