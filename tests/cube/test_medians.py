@@ -90,3 +90,38 @@ def test_key_counts_equal_the_oracle(dtype, centre):
         prefixes = np.array([above, 3], first.dtype)
         want = key_counts_oracle(v, centre, shift, prefixes)
         np.testing.assert_array_equal(key_counts(v, centre, shift, prefixes), want)
+
+
+class _Tracked(np.ndarray):
+    """An ndarray that counts how many of its kind are alive."""
+
+    alive = 0
+    most = 0
+
+    def __array_finalize__(self, obj):
+        if type(obj) is np.ndarray:  # a fresh block (views of it are not counted)
+            type(self).alive += 1
+            type(self).most = max(type(self).most, type(self).alive)
+
+    def __del__(self):
+        if isinstance(self.base, np.ndarray) and type(self.base) is np.ndarray:
+            type(self).alive -= 1
+
+
+def _block(i, n):
+    return np.random.default_rng(i).standard_normal(n).astype(np.float32).view(_Tracked)
+
+
+def test_passes_hold_one_block_at_a_time():
+    """Each pass reads a block, counts it and drops it: never the whole array in memory."""
+    import dask
+
+    blocks = [da.from_delayed(dask.delayed(_block)(i, 1000), (1000,), np.float32) for i in range(8)]
+    x = da.concatenate(blocks)
+    lazy = median_deviation(x)
+    _Tracked.alive = _Tracked.most = 0
+    with dask.config.set(scheduler="sync"):
+        got = lazy.compute()
+    assert _Tracked.most == 1  # the sync scheduler: one block read, counted and dropped
+    values = np.concatenate([_block(i, 1000) for i in range(8)]).view(np.ndarray)
+    assert got == median_absolute_deviation(values)

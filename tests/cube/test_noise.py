@@ -101,3 +101,34 @@ def test_threshold_masks_stay_fused(tmp_path, monkeypatch, order):
     masked_sum = cube.fits.with_mask(lambda c: c > 0.5).sum().values
     want_sum = np.nansum(np.where(values > 0.5, values, np.nan))
     np.testing.assert_allclose(masked_sum, want_sum, rtol=1e-6)
+
+
+def test_mad_std_is_lazy_and_counts_in_four_passes(tmp_path, monkeypatch):
+    """Two counting passes per median over a float32 cube, each reading every chunk once;
+    no kernel reads stored bytes for counting yet, so each pass decodes its chunk."""
+    import dask
+
+    import dfits.kernels.histogram as histogram
+    from dfits.array.stored import StoredChunk
+    from dfits.xarray.fused import fused_dask
+
+    cube = _open(spectral_cube_file(tmp_path, "vrad-3d"))
+    calls = {"key_counts": 0, "decode": 0}
+
+    def spy(name, real):
+        def run(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(histogram, "key_counts", spy("key_counts", histogram.key_counts))
+    monkeypatch.setattr(StoredChunk, "decode", spy("decode", StoredChunk.decode))
+    with dask.config.set({"array.chunk-size": "600B"}):
+        lazy = cube.fits.mad_std()
+        nchunks = fused_dask(cube).npartitions
+    assert nchunks > 2
+    assert calls == {"key_counts": 0, "decode": 0}
+    got = float(lazy)
+    assert calls == {"key_counts": 4 * nchunks, "decode": 4 * nchunks}
+    assert got == pytest.approx(astropy_mad_std(cube.values, ignore_nan=True), rel=1e-6)
