@@ -11,6 +11,8 @@ The contract:
   or over the whole cube. Every result is lazy. The global one is exact and never holds the
   cube: :mod:`dfits.cube.medians` finds each median in 2 counting passes over the chunks
   (float32; 4 for float64), one kernel pass of 65536 bins each.
+* :func:`clipped_moment` is a moment of the values above ``nsigma`` × a noise (a number, run
+  inside the fused moment kernel, or a map, through :func:`with_mask`).
 """
 
 from __future__ import annotations

@@ -2,12 +2,14 @@
 
 The contract: every method stays lazy and works on any DataArray that carries a FITS header
 (``attrs["fits_header"]``, as the ``dfits`` engine sets it) and ``pixel_<dim>`` coordinates.
-When the DataArray is an unmodified selection of a dfits HDU, the accessor reads through
-``hdu.data`` (:mod:`dfits.xarray.fused`), so reductions run the fused kernels; otherwise it
-works on the DataArray's own (dask or numpy) data. The work lives in one module per job —
-:mod:`~dfits.cube.moments`, :mod:`~dfits.cube.regions`, :mod:`~dfits.xarray.views` (what
-the quick-look figures draw) — and this module maps the accessor's methods onto them.
-Importing it registers ``.fits`` on ``xr.DataArray`` and ``xr.Dataset``.
+This module is a thin adapter: the science lives in :mod:`dfits.cube` (spectral axis,
+moments, noise, beams, smoothing, regions, reprojection; never importing this package), and
+each method hands it this DataArray over dfits' fused chunks (:func:`dfits.xarray.fused.fused`:
+an unmodified selection of a dfits HDU reads through ``hdu.data``, so reductions run the
+fused kernels; anything else keeps its own data). The mixins of :mod:`dfits.xarray.cube` and
+:mod:`dfits.xarray.resolution` map the spectral, noise and beam methods, :mod:`~dfits.xarray.views`
+draws quick-look figures. Importing it registers ``.fits`` on ``xr.DataArray`` and
+``xr.Dataset``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ import contextlib
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import xarray as xr
 
 from dfits._display import figure
 from dfits.cube.errors import RegionError, WCSError
-from dfits.cube.regions import aperture_mask, cutout_slices, region_mask, to_degrees
+from dfits.cube.regions import (
+    aperture_mask,
+    aperture_spectrum,
+    cutout_slices,
+    region_mask,
+    to_degrees,
+)
 from dfits.cube.results import product_unit, reduced
 from dfits.cube.shapes import is_shape, is_skycoord, nearest_pixel, shape_mask, sky_lonlat
 from dfits.cube.shapes import subcube as shape_subcube
@@ -203,8 +210,6 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
         and ``radius=``), a ``regions`` shape (or list) or a boolean (y, x) mask as
         ``region``; only the chunks intersecting its bounding box are read. NaNs are ignored.
         """
-        import dask.array as da
-
         obj = self._obj
         if how not in ("sum", "mean"):
             raise ValueError(f"how must be 'sum' or 'mean', not {how!r}")
@@ -218,23 +223,7 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
             raise RegionError("spectrum needs ra=, dec= and radius=, or region=")
         else:
             mask = self.aperture(ra, dec, radius).values
-        rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
-        if rows.size == 0:
-            raise RegionError("the aperture contains no pixel centre of the image")
-        ys, xs = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)
-        sub = obj.isel(y=ys, x=xs)
-        weight = np.where(mask[ys, xs], 1.0, np.nan)
-        sky = [d for d in sub.dims if d in ("y", "x")]
-        if sky == ["x", "y"]:
-            weight = weight.T
-        shape = [sub.sizes[d] if d in sky else 1 for d in sub.dims]
-        x = fused_dask(sub) * weight.reshape(shape)
-        axes = tuple(sub.get_axis_num(d) for d in sky)
-        out = da.nansum(x, axis=axes) if how == "sum" else da.nanmean(x, axis=axes)
-        units = product_unit(str(obj.attrs.get("units", "")))
-        result = reduced(sub, out, ("y", "x"), "spectrum", units)
-        result.attrs["npix"] = int(mask.sum())
-        return result
+        return aperture_spectrum(fused(obj), mask, how)
 
     def spectrum_at(self, coord: Any) -> xr.DataArray:
         """The spectrum (lazy) of the pixel whose centre is nearest ``coord``: a ``SkyCoord``
