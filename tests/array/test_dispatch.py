@@ -130,18 +130,18 @@ def test_reductions_are_fused_and_match_astropy(case, no_decode, stacking, name)
 def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
     # dask's combine casts every partial to float32 before adding, so the chunk step hands
     # it float32 straight from the kernel (no float64 copy of each map); same values
-    from dfits.array import stored as dispatch
+    from dfits.array.stored import StoredChunk
 
     x, data = float32_cube(tmp_path, (24, 16, 20), (5, 16, 20), (3, 4, 5), seed=5)
     seen = []
-    plain = dispatch.HANDLED[np.sum]
+    plain = StoredChunk.handlers[np.sum]
 
     def spy(*args, **kwargs):
         out = plain(*args, **kwargs)
         seen.append(out.dtype)
         return out
 
-    monkeypatch.setitem(dispatch.HANDLED, np.sum, spy)
+    monkeypatch.setitem(StoredChunk.handlers, np.sum, spy)
     got = x.sum(axis=0).compute()
     assert seen
     assert set(seen) == {np.dtype(np.float32)}

@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dfits.array import hooks
+from dfits.array import reader
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
 from tests.array.helpers import encoded_case, stored_sample
@@ -26,7 +26,7 @@ def _pieces(encoding, seed):
 @pytest.mark.parametrize("encoding", ENCODINGS, ids=["f32", "i16-scaled-blank", "u16"])
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_concatenate_decodes_into_place_equal_to_numpy(encoding, axis):
-    hooks.register()
+    reader.register()
 
     def pieces():  # fresh chunks each time: nothing decoded or cached on them yet
         whole, view = _pieces(encoding, 1)[:, 1:4, 2:].copy(), _pieces(encoding, 2)[:, 1:4, 2:]
@@ -40,14 +40,14 @@ def test_concatenate_decodes_into_place_equal_to_numpy(encoding, axis):
 
 
 def test_concatenate_keeps_no_decoded_copy_on_the_pieces():
-    hooks.register()
+    reader.register()
     pieces = [_pieces(ENCODINGS[1], s) for s in (3, 4)]
     np.concatenate(pieces, axis=2)
     assert all(p._values is None for p in pieces)  # decoded into the result, not kept
 
 
 def test_concatenate_refuses_what_numpy_refuses():
-    hooks.register()
+    reader.register()
     a = _pieces(ENCODINGS[0], 5)
     with pytest.raises(ValueError, match="dimension"):
         np.concatenate([a, a[:, :2, :1]], axis=0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from dask.array.core import _concatenate2
 
-from dfits.array import hooks, partials
+from dfits.array import partials, reader
 from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
 from tests.array.helpers import float32_cube
 
@@ -57,7 +57,7 @@ def test_parts_stacked_along_other_axes_are_concatenated_densely():
 
 
 def test_dask_concatenate2_reaches_the_hook():
-    hooks.register()
+    reader.register()
     parts = _parts(4)
     stacked = _concatenate2(parts, axes=[0])
     assert isinstance(stacked, PartialStack)

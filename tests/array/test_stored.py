@@ -7,14 +7,14 @@ import pickle
 import numpy as np
 import pytest
 
-from dfits.array import hooks
+from dfits.array import reader
 from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
 
 
 @pytest.fixture
 def chunk():
-    hooks.register()  # the handler tables
+    reader.register()  # the handler tables
     values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 5.5
     values[0, 1, 2] = np.nan
     raw = values.astype(">f4").view("=u4")  # the stored bytes, as kernels read them

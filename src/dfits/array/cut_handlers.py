@@ -18,14 +18,19 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.array.cuts import Cut, CutValues, cut_values
 from dfits.array.results import finish as _finish
-from dfits.array.results import implements
 from dfits.array.results import keepdims_partial as _partial
 from dfits.array.results import shape_out as _shape_out
 
-__all__: list[str] = []
-
-HANDLED_CUT = Cut.handlers
-HANDLED_CUT_VALUES = CutValues.handlers
+__all__ = [
+    "cut_all",
+    "cut_any",
+    "cut_count_nonzero",
+    "cut_sum",
+    "cut_where",
+    "values_extreme",
+    "values_mean",
+    "values_sum",
+]
 
 
 def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
@@ -36,8 +41,7 @@ def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
 # -- the cut itself: a boolean mask ------------------------------------------------------------
 
 
-@implements(HANDLED_CUT, np.sum, np.nansum)
-def _cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
+def cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
     axes, _ = _axes(c, axis)
     value = _shape_out(c, axes, keepdims, c.count(axes))
     if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
@@ -45,26 +49,22 @@ def _cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _partial(_finish(value, dtype, out), keepdims, out)
 
 
-@implements(HANDLED_CUT, np.count_nonzero)
-def _cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
+def cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
     axes, _ = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes)), np.intp, None)
 
 
-@implements(HANDLED_CUT, np.any)
-def _cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
+def cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
     axes, _ = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) > 0), None, out)
 
 
-@implements(HANDLED_CUT, np.all)
-def _cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
+def cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
     axes, size = _axes(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) == size), None, out)
 
 
-@implements(HANDLED_CUT, np.where)
-def _cut_where(condition, x=None, y=None):
+def cut_where(condition, x=None, y=None):
     if x is None or y is None:
         return NotImplemented
     values = cut_values(condition, x, y)
@@ -85,14 +85,9 @@ def _sum(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
     return _partial(_finish(value, dtype or v.dtype, out), keepdims, out)
 
 
-@implements(HANDLED_CUT_VALUES, np.sum)
-def _values_sum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _sum(v, axis, dtype, out, keepdims, skipna=False)
-
-
-@implements(HANDLED_CUT_VALUES, np.nansum)
-def _values_nansum(v, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _sum(v, axis, dtype, out, keepdims, skipna=True)
+def values_sum(v, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):
+    """``np.sum`` (``np.nansum`` with ``skipna``) of cut values."""
+    return _sum(v, axis, dtype, out, keepdims, skipna)
 
 
 def _mean(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
@@ -110,16 +105,11 @@ def _mean(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
     return _finish(_shape_out(v, axes, keepdims, value), dtype or v.dtype, out)
 
 
-@implements(HANDLED_CUT_VALUES, np.mean)
-def _values_mean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _mean(v, axis, dtype, out, keepdims, skipna=False)
-
-
-@implements(HANDLED_CUT_VALUES, np.nanmean)
-def _values_nanmean(v, axis=None, dtype=None, out=None, keepdims=False, **_):
-    if not v.nan_filled:  # zeros are values to average: numpy's
+def values_mean(v, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):
+    """``np.mean`` (``np.nanmean`` with ``skipna``) of cut values."""
+    if skipna and not v.nan_filled:  # zeros are values to average: numpy's
         return NotImplemented
-    return _mean(v, axis, dtype, out, keepdims, skipna=True)
+    return _mean(v, axis, dtype, out, keepdims, skipna)
 
 
 def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
@@ -154,21 +144,6 @@ def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
     return _finish(_shape_out(v, axes, keepdims, value), None, out)
 
 
-@implements(HANDLED_CUT_VALUES, np.max, np.amax)
-def _values_max(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=True, skipna=False)
-
-
-@implements(HANDLED_CUT_VALUES, np.min, np.amin)
-def _values_min(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=False, skipna=False)
-
-
-@implements(HANDLED_CUT_VALUES, np.nanmax)
-def _values_nanmax(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=True, skipna=True)
-
-
-@implements(HANDLED_CUT_VALUES, np.nanmin)
-def _values_nanmin(v, axis=None, out=None, keepdims=False, **_):
-    return _extreme(v, axis, out, keepdims, want_max=False, skipna=True)
+def values_extreme(v, axis=None, out=None, keepdims=False, *, want_max, skipna, **_):
+    """``np.max``/``np.min`` (``want_max``; their ``nan`` forms with ``skipna``)."""
+    return _extreme(v, axis, out, keepdims, want_max, skipna)

@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.lazy import UFUNC_RULES, LazyValues, _is_basic, deviation_of
+from dfits.array.lazy import LazyValues, _is_basic, deviation_of
 from dfits.array.lazy import materialize as _materialize
 from dfits.array.stored import StoredChunk
 from dfits.array.thresholds import COMPARISONS, FLIPPED, comparison_band
 
-__all__ = ["Cut", "CutValues", "comparison_band", "cut_of", "cut_values"]
+__all__ = ["Cut", "CutValues", "comparison_band", "comparison_rule", "cut_of", "cut_values"]
 
 
 def cut_of(op: Any, chunk: StoredChunk, other: Any, chunk_first: bool = True) -> Cut | None:
@@ -322,15 +322,9 @@ def _band_stats(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int, 
     return memo
 
 
-def _comparison_rule(ufunc: Any):
-    def rule(chunk: Any, inputs: tuple) -> Cut | None:
-        if not isinstance(chunk, StoredChunk) or len(inputs) != 2:
-            return None
-        first = inputs[0] is chunk
-        return cut_of(ufunc, chunk, inputs[1 if first else 0], first)
-
-    return rule
-
-
-for _op in COMPARISONS:
-    UFUNC_RULES.setdefault(_op, []).append(_comparison_rule(_op))
+def comparison_rule(chunk: Any, inputs: tuple, *, op: Any) -> Cut | None:
+    """``op(*inputs)`` (a comparison) of a stored chunk with a scalar as a :class:`Cut`."""
+    if not isinstance(chunk, StoredChunk) or len(inputs) != 2:
+        return None
+    first = inputs[0] is chunk
+    return cut_of(op, chunk, inputs[1 if first else 0], first)

@@ -6,7 +6,8 @@ on a chunk) cannot tell a stored chunk from a decoded one. Sums of floating data
 in float64 (more accurate than numpy's float32 pairwise sum) and come back in the dtype asked
 for. Kernel passes are memoised on the chunk (:mod:`dfits.array.passes`): a count then a sum,
 a mean then a variance, or an extreme then its index read the stored bytes once or twice,
-never more, whoever asks.
+never more, whoever asks. :mod:`dfits.array.recognised` says which numpy function each
+handler answers.
 """
 
 from __future__ import annotations
@@ -18,32 +19,43 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.array import passes
 from dfits.array.lazy import Deviation, materialize
-from dfits.array.results import axes_of, finish, implements, keepdims_partial, shape_out
-from dfits.array.stored import HANDLED, StoredChunk
+from dfits.array.results import axes_of, finish, keepdims_partial, shape_out
+from dfits.array.stored import StoredChunk
 
-__all__ = ["count", "moment_stat", "with_nan"]
+__all__ = [
+    "arg",
+    "concatenate",
+    "count",
+    "deviation",
+    "extreme",
+    "mean",
+    "moment_stat",
+    "ndim",
+    "result_type",
+    "shape",
+    "size",
+    "spread",
+    "sum_",
+    "with_nan",
+]
 
 
 # -- metadata: answered without decoding ----------------------------------------------------
 
 
-@implements(HANDLED, np.ndim)
-def _ndim(x):
+def ndim(x):
     return x.ndim
 
 
-@implements(HANDLED, np.shape)
-def _shape(x):
+def shape(x):
     return x.shape
 
 
-@implements(HANDLED, np.size)
-def _size(x, axis=None):
+def size(x, axis=None):
     return x.size if axis is None else x.shape[axis]
 
 
-@implements(HANDLED, np.result_type)
-def _result_type(*arrays_and_dtypes):
+def result_type(*arrays_and_dtypes):
     return np.result_type(
         *(a.dtype if isinstance(a, StoredChunk) else a for a in arrays_and_dtypes)
     )
@@ -62,14 +74,9 @@ def _sum(x: StoredChunk, axis, dtype, out, keepdims, skipna: bool):
     return keepdims_partial(finish(shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
 
 
-@implements(HANDLED, np.sum)
-def _np_sum(x, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _sum(x, axis, dtype, out, keepdims, skipna=False)
-
-
-@implements(HANDLED, np.nansum)
-def _np_nansum(x, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return _sum(x, axis, dtype, out, keepdims, skipna=True)
+def sum_(x, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):
+    """``np.sum`` (``np.nansum`` with ``skipna``) of a stored chunk."""
+    return _sum(x, axis, dtype, out, keepdims, skipna)
 
 
 def count(x: StoredChunk, skipna: bool, axis=None, keepdims=False, dtype=None):
@@ -115,22 +122,14 @@ def moment_stat(x: StoredChunk, axis, dtype, out, keepdims, ddof, skipna: bool, 
     return finish(shape_out(x, axes, keepdims, value), dtype, out)
 
 
-def _stat(kind: str, skipna: bool):
-    def handler(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **_):
-        return moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind)
-
-    return handler
+def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):
+    """``np.mean`` (``np.nanmean`` with ``skipna``) of a stored chunk."""
+    return moment_stat(x, axis, dtype, out, keepdims, 0, skipna, "mean")
 
 
-for _func, _kind, _skip in (
-    (np.mean, "mean", False),
-    (np.nanmean, "mean", True),
-    (np.var, "var", False),
-    (np.nanvar, "var", True),
-    (np.std, "std", False),
-    (np.nanstd, "std", True),
-):
-    HANDLED[_func] = _stat(_kind, _skip)
+def spread(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, kind, skipna, **_):
+    """``np.var`` or ``np.std`` (``kind``; their ``nan`` forms with ``skipna``)."""
+    return moment_stat(x, axis, dtype, out, keepdims, ddof, skipna, kind)
 
 
 # -- extrema and their indices ----------------------------------------------------------------
@@ -158,11 +157,9 @@ def with_nan(val, missing, dtype: np.dtype):
     return val
 
 
-def _extreme_handler(want_max: bool, skipna: bool):
-    def handler(x, axis=None, out=None, keepdims=False, **_):
-        return _extreme(x, axis, out, keepdims, want_max, skipna)
-
-    return handler
+def extreme(x, axis=None, out=None, keepdims=False, *, want_max: bool, skipna: bool, **_):
+    """``np.max``/``np.min`` (``want_max``; their ``nan`` forms with ``skipna``)."""
+    return _extreme(x, axis, out, keepdims, want_max, skipna)
 
 
 def _arg(x: StoredChunk, axis, out, keepdims, want_max: bool, skipna: bool):
@@ -184,22 +181,9 @@ def _arg(x: StoredChunk, axis, out, keepdims, want_max: bool, skipna: bool):
     return finish(res, None, out)
 
 
-def _arg_handler(want_max: bool, skipna: bool):
-    def handler(x, axis=None, out=None, keepdims=False, **_):
-        return _arg(x, axis, out, keepdims, want_max, skipna)
-
-    return handler
-
-
-for _want_max, _skip, _funcs, _args in (
-    (True, False, (np.max, np.amax), np.argmax),
-    (False, False, (np.min, np.amin), np.argmin),
-    (True, True, (np.nanmax,), np.nanargmax),
-    (False, True, (np.nanmin,), np.nanargmin),
-):
-    for _f in _funcs:
-        HANDLED[_f] = _extreme_handler(_want_max, _skip)
-    HANDLED[_args] = _arg_handler(_want_max, _skip)
+def arg(x, axis=None, out=None, *, keepdims=False, want_max: bool, skipna: bool, **_):
+    """``np.argmax``/``np.argmin`` (``want_max``; their ``nan`` forms with ``skipna``)."""
+    return _arg(x, axis, out, keepdims, want_max, skipna)
 
 
 # -- sums of squared deviations ---------------------------------------------------------------
@@ -259,21 +243,15 @@ def _infinite_squares(x: StoredChunk, axes: tuple[int, ...], skipna: bool, value
     value[bad & infinite] = np.inf
 
 
-def _deviation_handler(skipna: bool):
-    def handler(d, axis=None, dtype=None, out=None, keepdims=False, **_):
-        if _centre(d.centre, d.ndim, axes_of(d, axis)[0]) is None:
-            return NotImplemented
-        return deviation_sum(d, axis, dtype, out, keepdims, skipna)
-
-    return handler
+def deviation(d, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):
+    """``np.sum`` (``np.nansum`` with ``skipna``) of a :class:`Deviation`."""
+    if _centre(d.centre, d.ndim, axes_of(d, axis)[0]) is None:
+        return NotImplemented
+    return deviation_sum(d, axis, dtype, out, keepdims, skipna)
 
 
-Deviation.handlers[np.sum] = _deviation_handler(False)
-Deviation.handlers[np.nansum] = _deviation_handler(True)
-
-
-@implements(HANDLED, np.concatenate)
-def _np_concatenate(arrays, axis=0, out=None, **kwargs):
+def concatenate(arrays, axis=0, out=None, **kwargs):
+    """``np.concatenate`` with stored pieces decoded straight into their place."""
     arrays = list(arrays)
     if out is not None or kwargs or axis is None or not _same_shape(arrays, axis):
         return np.concatenate(materialize(arrays), axis=axis, out=out, **kwargs)

@@ -4,7 +4,8 @@ A stored chunk (:mod:`dfits.array.stored`) answers some numpy calls with a lazy 
 of decoding: ``x - m`` and ``x ** 2`` give a :class:`Deviation` whose squared sum the moments
 kernel answers, comparisons give threshold cuts (:mod:`dfits.array.cuts`), ``isnan`` gives a
 NaN mask (:mod:`dfits.array.nanmask`). Each is a :class:`LazyValues`: the few numpy functions
-in its class's ``handlers`` table run a fused kernel; anything else works out numpy's own
+in its class's ``handlers`` table (filled from :mod:`dfits.array.recognised`) run a fused
+kernel; anything else works out numpy's own
 result once, and from then on that plain array *is* the value (attributes, methods, ``out=``
 and ``__setitem__`` act on it, as on an ndarray).
 """
@@ -17,18 +18,20 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-__all__ = ["UFUNC_RULES", "Deviation", "Lazy", "LazyValues", "deviation_of", "materialize"]
+__all__ = ["RULES", "Deviation", "Lazy", "LazyValues", "deviation_of", "materialize"]
 
 #: ufunc -> rules ``(lazy, inputs) -> lazy result or None`` for ``ufunc(*inputs)`` calls on
-#: stored chunks and deviations (filled by the cut and NaN-mask modules)
-UFUNC_RULES: dict[Any, list[Callable[..., Any]]] = {}
+#: stored chunks and lazy values, filled from :data:`dfits.array.recognised.UFUNC_RULES`
+RULES: dict[Any, list[Callable[..., Any]]] = {}
 
 
 class Lazy(NDArrayOperatorsMixin):
     """Base of stored chunks and lazy values: :meth:`values` gives the plain array."""
 
     __slots__ = ()
-    __array_priority__ = 20
+    #: numpy function -> handler with numpy's signature, answered without decoding; each
+    #: class has its own, filled by :func:`dfits.array.recognised.install` and nothing else
+    handlers: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
 
     def values(self) -> np.ndarray:
         raise NotImplementedError
@@ -48,8 +51,6 @@ class LazyValues(Lazy):
     """
 
     __slots__ = ("_values",)
-    #: numpy function -> handler, filled by the module answering this class
-    handlers: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
 
     def materialize(self) -> np.ndarray:
         """Work out numpy's result (a new array)."""
@@ -95,7 +96,7 @@ class LazyValues(Lazy):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if self.lazy and method == "__call__" and not kwargs:
-            for rule in UFUNC_RULES.get(ufunc, ()):
+            for rule in RULES.get(ufunc, ()):
                 lazy = rule(self, inputs)
                 if lazy is not None:
                     return lazy

@@ -22,12 +22,23 @@ from dfits._lazy import kernels
 from dfits.array import passes
 from dfits.array.cuts import CutValues
 from dfits.array.handlers import deviation_sum
-from dfits.array.lazy import UFUNC_RULES, Deviation, LazyValues, _is_basic
+from dfits.array.lazy import Deviation, LazyValues, _is_basic
 from dfits.array.lazy import materialize as _materialize
-from dfits.array.results import finish, implements, keepdims_partial, shape_out
+from dfits.array.results import finish, keepdims_partial, shape_out
 from dfits.array.stored import StoredChunk
 
-__all__ = ["NanMask", "NanZeroed", "nan_zeroed"]
+__all__ = [
+    "NanMask",
+    "NanZeroed",
+    "isnan_rule",
+    "mask_all",
+    "mask_any",
+    "mask_count_nonzero",
+    "mask_sum",
+    "mask_where",
+    "nan_zeroed",
+    "zeroed_sum",
+]
 
 
 class NanMask(LazyValues):
@@ -171,7 +182,7 @@ def _zero_of(other: Any, chunk: StoredChunk) -> Any:
     return chunk.dtype.type(value) if value == 0 else None
 
 
-def _isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
+def isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
     """``np.isnan`` of a stored chunk, of cut values, or of a square that is NaN exactly
     where its chunk is (xarray's skipping sum of ``x ** 2``)."""
     if len(inputs) != 1:
@@ -181,9 +192,6 @@ def _isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
     if isinstance(values, Deviation) and values.keeps_nan:
         return NanMask(values.chunk)
     return None
-
-
-UFUNC_RULES.setdefault(np.isnan, []).append(_isnan_rule)
 
 
 # -- numpy functions on masks and NaN-zeroed chunks -----------------------------------------
@@ -210,43 +218,37 @@ def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, 
     return shape_out(x, axes, keepdims, value), axes
 
 
-@implements(NanMask.handlers, np.sum, np.nansum)
-def _mask_sum(m, axis=None, dtype=None, out=None, keepdims=False, **_):
+def mask_sum(m, axis=None, dtype=None, out=None, keepdims=False, **_):
     value, _ = _mask_count(m, axis, keepdims)
     if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
         dtype = np.zeros(0, m.dtype).sum().dtype
     return keepdims_partial(finish(value, dtype, out), keepdims, out)
 
 
-@implements(NanMask.handlers, np.count_nonzero)
-def _mask_count_nonzero(m, axis=None, *, keepdims=False):
+def mask_count_nonzero(m, axis=None, *, keepdims=False):
     value, _ = _mask_count(m, axis, keepdims)
     return finish(value, np.intp, None)
 
 
-@implements(NanMask.handlers, np.any)
-def _mask_any(m, axis=None, out=None, keepdims=False, **_):
+def mask_any(m, axis=None, out=None, keepdims=False, **_):
     value, _ = _mask_count(m, axis, keepdims)
     return finish(np.asarray(value) > 0, None, out)
 
 
-@implements(NanMask.handlers, np.all)
-def _mask_all(m, axis=None, out=None, keepdims=False, **_):
+def mask_all(m, axis=None, out=None, keepdims=False, **_):
     value, axes = _mask_count(m, axis, keepdims)
     size = math.prod(m.shape[a] for a in axes)
     return finish(np.asarray(value) == size, None, out)
 
 
-@implements(NanMask.handlers, np.where)
-def _mask_where(condition, x=None, y=None):
+def mask_where(condition, x=None, y=None):
     if x is None or y is None:
         return NotImplemented
     zeroed = nan_zeroed(condition, x, y)
     return NotImplemented if zeroed is None else zeroed
 
 
-@implements(NanZeroed.handlers, np.sum, np.nansum)
-def _zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
+def zeroed_sum(z: NanZeroed, axis=None, dtype=None, out=None, keepdims=False, **_):
     x = z.chunk
     if isinstance(x, Deviation):  # NaN squares as 0: the skipping sum of squares
         return deviation_sum(x, axis, dtype, out, keepdims, skipna=True)

@@ -7,9 +7,10 @@ combine task, and fresh memory is what costs most on the machines we measure (pa
 
 A chunk's keepdims sum that is large enough comes back as a :class:`SumPartial`, a plain
 ndarray subclass: every ufunc and numpy function on it gives a plain ndarray. dask picks the
-concatenate function from the highest ``__array_priority__`` among the parts, through its
-public ``concatenate_lookup`` registry, so concatenations of partials reach
-:func:`concatenate_partials`, which returns a lazy :class:`PartialStack`. A stack answers a
+concatenate function by the parts' type through its public ``concatenate_lookup`` registry
+(a reduction over a dfits array concatenates parts of one kind; a mix with plain arrays
+gets the dense concatenation), so concatenations of partials
+reach :func:`concatenate_partials`, which returns a lazy :class:`PartialStack`. A stack answers a
 sum over its stacked axes by adding its parts into one array; anything else gets the dense
 concatenation, worked out once. So results are numpy's whoever asks, and only the sum that a
 reduction's combine step asks for skips the copy.
@@ -22,8 +23,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits.array.lazy import LazyValues
+from dfits.array.recognised import count_cast
 
-__all__ = ["STACK_MIN_BYTES", "PartialStack", "SumPartial", "as_partial", "concatenate_partials"]
+__all__ = [
+    "STACK_MIN_BYTES",
+    "PartialStack",
+    "SumPartial",
+    "as_partial",
+    "concatenate_partials",
+    "stack_sum",
+]
 
 #: Partials smaller than this stay plain: concatenating them costs less than the bookkeeping.
 STACK_MIN_BYTES = 1 << 18
@@ -31,9 +40,6 @@ STACK_MIN_BYTES = 1 << 18
 
 class SumPartial(np.ndarray):
     """A chunk's keepdims sum, marked so that dask's combine step adds it in place."""
-
-    # above plain arrays (0) so that dask's concatenate dispatch picks our hook
-    __array_priority__ = 25.0
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
@@ -44,11 +50,10 @@ class SumPartial(np.ndarray):
         return func(*_plain_all(args), **_plain_all(kwargs))
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> np.ndarray:  # type: ignore[override]
-        if self.size and not any(self.strides):
-            # dask's moment_chunk casts its count (one value everywhere) to int64: a
-            # broadcast again, not a fresh map per chunk. Read-only like the count itself.
-            one = plain(self).reshape(-1)[:1].astype(dtype, *args, **kwargs)
-            return as_partial(np.broadcast_to(one.reshape(()), self.shape))
+        # a trick listed in dfits.array.recognised: dask's moment_chunk casts its count
+        cast = count_cast(self, dtype, *args, **kwargs)
+        if cast is not None:
+            return as_partial(cast)
         return plain(self).astype(dtype, *args, **kwargs)
 
     def copy(self, order: str = "C") -> np.ndarray:  # type: ignore[override]
@@ -129,7 +134,7 @@ class PartialStack(LazyValues):
         return total
 
 
-def _stack_sum(s: PartialStack, axis=None, dtype=None, out=None, keepdims=False, **_):
+def stack_sum(s: PartialStack, axis=None, dtype=None, out=None, keepdims=False, **_):
     axes = _axes(axis, s.ndim)
     stacked = s.stacked
     if out is not None or not stacked <= axes:
@@ -142,9 +147,6 @@ def _stack_sum(s: PartialStack, axis=None, dtype=None, out=None, keepdims=False,
         return value.squeeze(axis=tuple(sorted(axes)))
     # a combine step's sum: stacked again by the next level instead of concatenated
     return as_partial(value)
-
-
-PartialStack.handlers[np.sum] = _stack_sum
 
 
 def _axes(axis: Any, ndim: int) -> frozenset[int]:

@@ -8,22 +8,33 @@ know which reader fed them: an mmap of image bytes (:class:`~dfits.array.image.I
 remote byte ranges, decoded tiles of a compressed image (native byte order) or the strided
 field of a table column.
 
+A reader may also defer reading: its chunk then holds a :class:`PendingRegion` instead of
+stored values (``StoredChunk(None, spec, pending)``), which says the chunk's shape, reads it
+on demand (``fetch``) and narrows to a slice without reading (``narrow``), so that a slice
+dask applies after the chunk task decides what is fetched. A pending region may also offer
+the passes of :class:`dfits.array.passes.FusedSource` (quantised tiles sum their integers).
+That is the whole contract between readers and the reductions, which never import a reader.
+
 :func:`dask_array` turns a reader and a chunk plan into a dask array through dask's public
 ``from_array``, with a deterministic name the caller derives from the file's identity.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dfits.array.hooks import register
+from dfits.array import handlers
+from dfits.array.partials import PartialStack, SumPartial, concatenate_partials
+from dfits.array.recognised import install
+from dfits.array.stored import StoredChunk
 
 if TYPE_CHECKING:
     import dask.array as da
 
-__all__ = ["Reader", "dask_array"]
+__all__ = ["PendingRegion", "Reader", "dask_array", "register"]
 
 
 @runtime_checkable
@@ -42,7 +53,31 @@ class Reader(Protocol):
 
     def read(self, index: tuple[slice, ...]) -> Any:
         """The region ``index`` (one step-1 slice per axis, within the shape): a stored
-        chunk, or a numpy array of values when the reader has nothing to defer."""
+        chunk (holding stored values, or a :class:`PendingRegion` not read yet), or a numpy
+        array of values when the reader has nothing to defer."""
+        ...
+
+
+@runtime_checkable
+class PendingRegion(Protocol):
+    """A region a reader has not read yet, held by a stored chunk until a value is needed.
+
+    Implemented by :class:`dfits.array.image.Pending` (remote byte ranges) and
+    :class:`dfits.tiles.quantised.QuantisedTiles` (decoded integers of quantised tiles).
+    """
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The region's shape (the chunk's, without reading)."""
+        ...
+
+    def fetch(self) -> np.ndarray:
+        """Read the region: the native unsigned view of its stored values (``StoredChunk.u``)."""
+        ...
+
+    def narrow(self, index: Any) -> PendingRegion | None:
+        """The pending region of ``self[index]`` (a basic index), or None when it cannot stay
+        pending: the chunk then fetches and slices the values."""
         ...
 
 
@@ -139,3 +174,52 @@ def dask_array(
         meta=meta,
         inline_array=False,
     )
+
+
+@functools.cache
+def register() -> None:
+    """Register stored chunks and partials with dask's public dispatch tables (once).
+
+    ``numel``/``nannumel`` (the counts of dask's mean and variance steps) answer from the
+    chunk; concatenation decodes each piece into its place (a single block stays stored);
+    quantiles and ``to_numpy`` decode; sum partials concatenate into a lazy stack that a
+    combine step's sum adds up (see :mod:`dfits.array.partials`).
+    """
+    from dask.array.dispatch import (
+        concatenate_lookup,
+        nannumel_lookup,
+        numel_lookup,
+        percentile_lookup,
+        to_numpy_dispatch,
+    )
+
+    install()
+
+    def numel(x: StoredChunk, **kwargs: Any):
+        if x.decoded:
+            return numel_lookup(x.decode(), **kwargs)
+        return handlers.count(x, False, **kwargs)
+
+    def nannumel(x: StoredChunk, **kwargs: Any):
+        if x.decoded:
+            return nannumel_lookup(x.decode(), **kwargs)
+        return handlers.count(x, True, **kwargs)
+
+    numel_lookup.register(StoredChunk, numel)
+    nannumel_lookup.register(StoredChunk, nannumel)
+    concatenate_lookup.register(StoredChunk, _concatenate_chunks)
+    percentile_lookup.register(
+        StoredChunk, lambda a, q, *args, **kw: percentile_lookup(a.decode(), q, *args, **kw)
+    )
+    to_numpy_dispatch.register(StoredChunk, lambda x, **kw: x.copy())
+    concatenate_lookup.register(SumPartial, concatenate_partials)
+    concatenate_lookup.register(PartialStack, concatenate_partials)
+
+
+def _concatenate_chunks(arrays: Any, axis: int = 0, out: Any = None) -> Any:
+    arrays = list(arrays)
+    if len(arrays) == 1 and out is None and isinstance(arrays[0], StoredChunk):
+        # one block (map_blocks with drop_axis "concatenates" single blocks): keep it stored
+        return arrays[0]
+    # numpy dispatches to the stored chunks' handler, which decodes each piece into place
+    return np.concatenate(arrays, axis=axis, out=out)

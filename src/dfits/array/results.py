@@ -9,7 +9,6 @@ cannot tell a stored chunk from a decoded one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,18 +16,7 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.array.partials import as_partial
 
-__all__ = ["axes_of", "finish", "implements", "keepdims_partial", "shape_out"]
-
-
-def implements(table: dict, *funcs: Callable[..., Any]):
-    """Register the decorated handler in ``table`` for each numpy function in ``funcs``."""
-
-    def deco(impl):
-        for f in funcs:
-            table[f] = impl
-        return impl
-
-    return deco
+__all__ = ["axes_of", "finish", "keepdims_partial", "shape_out"]
 
 
 def axes_of(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:

@@ -4,15 +4,16 @@ A :class:`StoredChunk` holds a zero-copy native unsigned view of a chunk's store
 mmap of the file for local files) and their decode spec. It is a NEP-18 duck array whose
 contract is simple:
 
-* the numpy functions in :data:`HANDLED` (sums, means, variances, extrema and their indices,
-  filled by :mod:`dfits.array.handlers`) run a fused kernel on the stored bits; each kernel
+* the numpy functions in :attr:`StoredChunk.handlers` (sums, means, variances, extrema and
+  their indices; :mod:`dfits.array.handlers`, listed in :mod:`dfits.array.recognised`) run a
+  fused kernel on the stored bits; each kernel
   pass is memoised on the chunk, so related requests (a count, then a sum) cost one pass;
 * basic slicing, reshapes, an exact widening ``astype`` and arithmetic with a scalar that
   FITS scaling expresses value for value (:mod:`dfits.array.affine`) stay stored;
 * a few ufuncs return lazy values that the fused kernels answer when reduced next and that
   compute numpy's own result for anything else (``x - m`` and ``x ** 2``: a
-  :class:`Deviation`; comparisons and ``isnan``: the rules in :data:`UFUNC_RULES`, filled by
-  :mod:`dfits.array.cuts` and :mod:`dfits.array.nanmask`);
+  :class:`Deviation`; comparisons and ``isnan``: the rules in
+  :data:`dfits.array.recognised.UFUNC_RULES`);
 * **anything else decodes once**, into a read-only native array (the chunk is a read-only
   view of a file, like ``np.memmap(mode="r")``) kept on the chunk: every ndarray attribute,
   method and protocol is that array's, and the handlers still answer from the stored bytes
@@ -31,15 +32,14 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dfits._lazy import kernels
 from dfits.array.affine import AFFINE_UFUNCS, affine_spec
-from dfits.array.layout import FRESH_FLAGS, c_strides
 from dfits.array.lazy import (
-    UFUNC_RULES,
+    RULES,
     Deviation,
     Lazy,
     _is_basic,
@@ -47,24 +47,23 @@ from dfits.array.lazy import (
     deviation_of,
     materialize,
 )
+from dfits.array.recognised import ChunkFlags, c_strides
 
-__all__ = ["HANDLED", "StoredChunk"]
-
-#: numpy function -> handler with numpy's signature, answered on the stored bits
-HANDLED: dict[Callable[..., Any], Callable[..., Any]] = {}
+__all__ = ["StoredChunk"]
 
 
 class StoredChunk(Lazy):
     """Stored values of one chunk plus how to decode them."""
 
     __slots__ = ("_base", "_memo", "_owned", "_pending", "_u", "_values", "spec")
+    handlers: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
 
     def __init__(
         self, u: np.ndarray | None, spec: Any, pending: Any = None, base: Any = None
     ) -> None:
-        # ``pending``, instead of ``u``: a region not read yet (remote files), with
-        # ``.shape``, ``.fetch()`` and ``.narrow(index)``. Slicing narrows it, so that the
-        # slice dask applies after the chunk task decides what is fetched, not the chunk.
+        # ``pending``, instead of ``u``: a region not read yet, the reader contract's
+        # :class:`~dfits.array.reader.PendingRegion`. Slicing narrows it, so that the slice
+        # dask applies after the chunk task decides what is fetched, not the chunk.
         # ``base``: for a view cut from another chunk, the stored values it was cut from.
         self._u = u
         self._base = base
@@ -122,11 +121,12 @@ class StoredChunk(Lazy):
         return self.size * self.itemsize
 
     # The layout attributes describe the array the chunk stands for (its decoded values, a
-    # fresh C-ordered array of its own), so they are answered without decoding: dask's
-    # ``getitem`` asks ``flags.owndata`` of every chunk slice.
+    # fresh read-only C-ordered array of its own), so they are answered without decoding:
+    # dask's ``getitem`` asks ``flags.owndata`` of every chunk slice (a trick listed in
+    # :mod:`dfits.array.recognised`).
     @property
     def flags(self) -> Any:
-        return self._values.flags if self._owned else FRESH_FLAGS
+        return self._values.flags if self._owned else ChunkFlags(self)
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -314,7 +314,7 @@ class StoredChunk(Lazy):
 
     # -- numpy dispatch -------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
-        handler = HANDLED.get(func) if not self._owned else None
+        handler = self.handlers.get(func) if not self._owned else None
         if handler is not None and _plain(kwargs) and kwargs.get("out") is None:
             result = handler(*args, **kwargs)
             if result is not NotImplemented:  # a handler may decline (np.where's other uses)
@@ -328,7 +328,7 @@ class StoredChunk(Lazy):
                 lazy = _squared(self, ufunc, inputs)
             if lazy is None:
                 lazy = deviation_of(self, ufunc, inputs)
-            rules = iter(UFUNC_RULES.get(ufunc, ()))
+            rules = iter(RULES.get(ufunc, ()))
             while lazy is None and (rule := next(rules, None)) is not None:
                 lazy = rule(self, inputs)
             if lazy is not None:
