@@ -20,6 +20,7 @@ values without their coordinates.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from dfits.errors import UnsupportedError
@@ -39,9 +40,10 @@ __all__ = [
 
 
 def _is_hdu(obj: Any) -> bool:
-    from dfits.file import HDU
-
-    return isinstance(obj, HDU)
+    # without importing dfits.file (and the reading side with it): if it is not loaded, obj
+    # cannot be one of its HDUs
+    file = sys.modules.get("dfits.file")
+    return file is not None and isinstance(obj, file.HDU)
 
 
 def dataless(hdu: Any) -> bool:
