@@ -6,6 +6,8 @@ The map, from the public functions down to the bytes:
   become image HDUs (:class:`~dfits.write.images.ImageItem`). DataArrays and Datasets are the
   xarray adapter's (:mod:`dfits.xarray.tofits`); ``dfits.to_fits`` routes them there, so this
   package never imports xarray.
+- :mod:`~dfits.write.blocks` — an HDU's values cut into write tasks: a dask array's chunks, a
+  numpy array's slabs (never through ``dask.array``, whose import loads xarray).
 - :mod:`~dfits.write.images` — the dask graph of a plain (or BITPIX-quantised) write or append:
   one block task per chunk.
 - :mod:`~dfits.write.compressed` — the dask graph of a tile-compressed write: chunks aligned on
