@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dfits._lazy import kernels
+from dfits.array import argsteps as a
 from dfits.array import steps as m
-from dfits.array.argsteps import ARG_REDUCTIONS, arg_reduce
 from dfits.array.stored import StoredChunk
 
 if TYPE_CHECKING:
@@ -39,7 +39,11 @@ __all__ = ["AGGREGATIONS", "Aggregation", "reduce"]
 @dataclass(frozen=True)
 class Aggregation:
     """One reduction: ``chunk(block, axes, skipna) -> partials``, ``combine(a, b)``,
-    ``finalize(partials, size, **options) -> values`` (kept dims) and the result dtype."""
+    ``finalize(partials, size, **options) -> values`` (kept dims) and the result dtype.
+
+    A ``positional`` entry (the arg reductions) needs each block's place in the array: its
+    chunk is ``chunk(axes, shape, block, *positions)`` (see :mod:`dfits.array.argsteps`).
+    """
 
     name: str
     chunk: Callable[..., dict[str, np.ndarray]]
@@ -47,6 +51,7 @@ class Aggregation:
     finalize: Callable[..., np.ndarray]
     dtype: Callable[[np.dtype], np.dtype]
     skipna: bool = False
+    positional: bool = False
 
 
 def _float(dtype: np.dtype) -> np.dtype:
@@ -56,8 +61,8 @@ def _float(dtype: np.dtype) -> np.dtype:
 AGGREGATIONS: dict[str, Aggregation] = {}
 
 
-def _entry(name: str, chunk, combine, finalize, dtype, skipna: bool = False) -> None:
-    AGGREGATIONS[name] = Aggregation(name, chunk, combine, finalize, dtype, skipna)
+def _entry(name: str, chunk, combine, finalize, dtype, skipna=False, positional=False) -> None:
+    AGGREGATIONS[name] = Aggregation(name, chunk, combine, finalize, dtype, skipna, positional)
 
 
 for _skip in (False, True):
@@ -69,6 +74,10 @@ for _skip in (False, True):
     _entry(f"{_p}max", m.max_chunk, m.max_combine, m.extreme_finalize, np.dtype, _skip)
     _entry(f"{_p}min", m.min_chunk, m.min_combine, m.extreme_finalize, np.dtype, _skip)
 _entry("count", m.sum_chunk, m.sum_combine, m.count_finalize, lambda _: np.dtype(np.int64), True)
+for _name, (_max, _skip) in a.ARG_REDUCTIONS.items():  # positional: see argsteps
+    _chunk_of, _pair = functools.partial(a.arg_chunk, _max), functools.partial(a.arg_combine, _max)
+    _last = functools.partial(a.arg_finalize, _skip)
+    _entry(_name, _chunk_of, _pair, _last, lambda _: np.dtype(np.intp), _skip, positional=True)
 
 
 def reduce(
@@ -111,14 +120,14 @@ def reduce(
     """
     import dask.array as da
 
-    if how in ARG_REDUCTIONS:
-        if band is not None or options:
-            raise TypeError(f"{how} takes no band or options")
-        return arg_reduce(x, how, axis, keepdims=keepdims, split_every=split_every)
     agg = AGGREGATIONS.get(how)
     if agg is None:
-        known = ", ".join(sorted((*AGGREGATIONS, *ARG_REDUCTIONS)))
+        known = ", ".join(sorted(AGGREGATIONS))
         raise ValueError(f"unknown reduction {how!r}; choose from {known}")
+    if agg.positional:
+        if band is not None or options:
+            raise TypeError(f"{how} takes no band or options")
+        return a.positional_reduce(x, agg, axis, keepdims=keepdims, split_every=split_every)
     axes = kernels.normalize_axis(axis, x.ndim)
     dtype = agg.dtype(x.dtype)
     skipna = agg.skipna or band is not None
@@ -150,19 +159,13 @@ def _chunk(agg, skipna, band, block, axis, keepdims, computing_meta=False, **_):
     return agg.chunk(block, tuple(axis), skipna, band)
 
 
-def _flat(parts: Any) -> list[dict]:
-    if isinstance(parts, dict):
-        return [parts]
-    return [p for item in parts for p in _flat(item)]
-
-
 def _combine(agg, parts, axis, keepdims, computing_meta=False, **_):
-    return functools.reduce(agg.combine, _flat(parts))
+    return functools.reduce(agg.combine, a.flat_parts(parts))
 
 
 def _aggregate(agg, size, out_dtype, options, parts, axis, keepdims, computing_meta=False, **_):
     if computing_meta:
         return parts
-    value = agg.finalize(functools.reduce(agg.combine, _flat(parts)), size, **options)
+    value = agg.finalize(functools.reduce(agg.combine, a.flat_parts(parts)), size, **options)
     value = np.asarray(value).astype(out_dtype, copy=False)
     return value if keepdims else value.squeeze(axis=tuple(axis))

@@ -1,20 +1,23 @@
-"""Positions of extremes (``argmax``/``argmin`` and their ``nan`` forms) as reductions dfits owns.
+"""Positions of extremes (``argmax``/``argmin`` and their ``nan`` forms): entries of the
+aggregation table whose chunk step needs each block's place in the array.
 
 An index is only meaningful with the block's place in the array, which a ``da.reduction``
-chunk step is not told. So each block's partial is made by ``da.blockwise`` over the block
-and one ``arange`` per axis (their blocks carry the global positions), and a ``da.reduction``
-then combines the partials. A partial is ``{"value", "index", "valid", "nan"}`` with the
-reduced axes kept: the extreme of the valid values, its global index (flat over the reduced
-axes, C order, as numpy counts), whether the slice had a valid value, and the global index of
-its first NaN (-1 where none). Ties and NaNs go to the smaller global index, which is
-numpy's "first occurrence" whatever order the blocks combine in. A stored chunk's partial
-comes from the memoised indexed kernel pass (the same pass its maximum answers from).
+chunk step is not told. So these entries are *positional* (:attr:`Aggregation.positional`):
+:func:`positional_reduce` makes each block's partial with ``da.blockwise`` over the block and
+one ``arange`` per axis (their blocks carry the global positions), and a ``da.reduction``
+then combines the partials with the entry's combine and finalize, as for every other entry.
+A partial is ``{"value", "index", "valid", "nan"}`` with the reduced axes kept: the extreme
+of the valid values, its global index (flat over the reduced axes, C order, as numpy counts),
+whether the slice had a valid value, and the global index of its first NaN (-1 where none).
+Ties and NaNs go to the smaller global index, which is numpy's "first occurrence" whatever
+order the blocks combine in. A stored chunk's partial comes from the memoised indexed kernel
+pass (the same pass its maximum answers from).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +27,14 @@ from dfits.array.stored import StoredChunk
 if TYPE_CHECKING:
     import dask.array as da
 
-__all__ = ["ARG_REDUCTIONS", "arg_reduce"]
+__all__ = [
+    "ARG_REDUCTIONS",
+    "arg_chunk",
+    "arg_combine",
+    "arg_finalize",
+    "flat_parts",
+    "positional_reduce",
+]
 
 #: name -> (wants the maximum, skips NaN)
 ARG_REDUCTIONS = {
@@ -35,17 +45,15 @@ ARG_REDUCTIONS = {
 }
 
 
-def arg_reduce(
-    x: da.Array, how: str, axis: int | None = None, *, keepdims: bool = False,
+def positional_reduce(
+    x: da.Array, agg: Any, axis: int | None = None, *, keepdims: bool = False,
     split_every: int | None = None,
 ) -> da.Array:  # fmt: skip
-    """numpy's ``how`` (``argmax``, ``argmin``, ``nanargmax``, ``nanargmin``) of ``x``.
-
-    ``axis`` is one axis or None (the flat index over the whole array, C order).
-    """
+    """The positional table entry ``agg`` of ``x`` over one ``axis`` or None (the flat index
+    over the whole array, C order)."""
     import dask.array as da
 
-    want_max, skipna = ARG_REDUCTIONS[how]
+    how = agg.name
     if axis is not None and np.ndim(axis) != 0:
         raise TypeError(f"{how} takes a single axis or None, not {axis!r}")
     axes = tuple(range(x.ndim)) if axis is None else (int(axis) % max(x.ndim, 1),)
@@ -55,19 +63,19 @@ def arg_reduce(
     positions = [da.arange(n, chunks=(c,)) for n, c in zip(x.shape, x.chunks, strict=True)]
     pos_args = [a for i, p in enumerate(positions) for a in (p, (ind[i],))]
     parts = da.blockwise(
-        functools.partial(_partial, want_max, axes, x.shape), ind, x, ind, *pos_args,
+        functools.partial(agg.chunk, axes, x.shape), ind, x, ind, *pos_args,
         adjust_chunks=dict.fromkeys(axes, 1), dtype=np.intp, meta=np.empty((0,) * x.ndim),
     )  # fmt: skip
     out_ndim = x.ndim if keepdims else x.ndim - len(axes)
     return da.reduction(
-        parts, _keep, functools.partial(_finish, want_max, skipna), axis=axes,
-        combine=functools.partial(_combine, want_max), keepdims=keepdims, dtype=np.intp,
+        parts, _keep, functools.partial(_finish, agg), axis=axes,
+        combine=functools.partial(_combine, agg), keepdims=keepdims, dtype=np.intp,
         split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, np.intp),
         name=f"dfits-{how}",
     )  # fmt: skip
 
 
-def _partial(want_max: bool, axes, shape, block, *positions) -> dict:
+def arg_chunk(want_max: bool, axes, shape, block, *positions) -> dict:
     """One block's partial (kept dims), indices made global from its positions."""
     offsets = [int(p[0]) if p.size else 0 for p in positions]
     if isinstance(block, StoredChunk) and not block.decoded:
@@ -115,13 +123,14 @@ def _keep(part: dict, axis, keepdims: bool, **_) -> dict:
     return part
 
 
-def _flat(parts) -> list[dict]:
+def flat_parts(parts) -> list[dict]:
+    """The partials of a (nested) list of them, flat."""
     if isinstance(parts, dict):
         return [parts]
-    return [p for item in parts for p in _flat(item)]
+    return [p for item in parts for p in flat_parts(item)]
 
 
-def _pair(want_max: bool, a: dict, b: dict) -> dict:
+def arg_combine(want_max: bool, a: dict, b: dict) -> dict:
     """The partial of two partials: the better valid extreme (ties to the smaller index)."""
     ahead = (b["value"] > a["value"]) if want_max else (b["value"] < a["value"])
     tie = (b["value"] == a["value"]) & (b["index"] < a["index"])
@@ -136,19 +145,23 @@ def _pair(want_max: bool, a: dict, b: dict) -> dict:
     }
 
 
-def _combine(want_max: bool, parts, axis, keepdims: bool, **_) -> dict:
-    return functools.reduce(functools.partial(_pair, want_max), _flat(parts))
+def _combine(agg, parts, axis, keepdims: bool, **_) -> dict:
+    return functools.reduce(agg.combine, flat_parts(parts))
 
 
-def _finish(want_max: bool, skipna: bool, parts, axis, keepdims: bool, **kw) -> np.ndarray:
+def _finish(agg, parts, axis, keepdims: bool, **kw) -> np.ndarray:
     if kw.get("computing_meta"):
         return parts
-    p = _combine(want_max, parts, axis, keepdims)
+    value = agg.finalize(_combine(agg, parts, axis, keepdims), 0)
+    return value if keepdims else value.squeeze(axis=tuple(axis))
+
+
+def arg_finalize(skipna: bool, p: dict, size: int, **_) -> np.ndarray:
+    """The index of the extreme, or of the first NaN (numpy's, unless ``skipna``)."""
     if skipna:
         if not np.all(p["valid"]):
             raise ValueError("All-NaN slice encountered")
         value = p["index"]
     else:
         value = np.where(p["nan"] >= 0, p["nan"], p["index"])  # numpy: the first NaN wins
-    value = np.asarray(value, dtype=np.intp)
-    return value if keepdims else value.squeeze(axis=tuple(axis))
+    return np.asarray(value, dtype=np.intp)

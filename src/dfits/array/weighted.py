@@ -5,6 +5,16 @@ from a FITS file (:class:`~dfits.array.stored.StoredChunk`) through the fused ke
 stored bytes, any other block (numpy, an in-memory cube) with numpy in float64. A dask
 reduction then adds the per-block partials in place, so graphs, scheduling and memory stay
 dask's.
+
+Why this is not an entry of :data:`dfits.array.aggregations.AGGREGATIONS`: an entry's result
+has the shape of the kept axes (``da.reduction`` declares it so), while this one has a new
+leading axis of three sums that the moment maps (:mod:`dfits.cube.moments`, the CLI) take
+apart; and its chunk step needs the weights of the block's stretch of the axis, handed in by
+``da.blockwise`` beside the block. Making it three entries (``Σ I``, ``Σ I·w``, ``Σ I·w²``)
+would cost three kernel passes per chunk instead of one (the kernel fills all three at once),
+and a positional entry (as the arg reductions are) would still have to stack the three sums
+after the reduction: the same graph, the same pass, under another name. So moment maps keep
+this one function, which is the only other reduction entry of dfits.
 """
 
 from __future__ import annotations
