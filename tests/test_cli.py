@@ -362,3 +362,58 @@ def test_moment_unit_options_are_checked(sky_cube, tmp_path, capsys):
     assert main([*base, "--unit", "GHz", "--axis", "0"]) == 1
     assert "leave --axis out" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """``{name: calls}`` of every kernel pass over stored chunks, and of chunk decodes."""
+    import dfits.kernels
+    from dfits.array.stored import StoredChunk
+
+    calls: dict[str, int] = {}
+
+    def spy(name, real):
+        def run(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return run
+
+    for name in ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
+                 "moments", "sum_count", "weighted_sums"):  # fmt: skip
+        monkeypatch.setattr(dfits.kernels, name, spy(name, getattr(dfits.kernels, name)))
+    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
+    return calls
+
+
+def _chunked_cube(tmp_path):
+    import dfits
+
+    data = np.random.default_rng(4).random((6, 50, 40)).astype(np.float32)
+    data[0, 0, 0] = np.nan
+    header = fits.Header([("CTYPE3", "FREQ"), ("CRVAL3", 1e9), ("CDELT3", 1e6), ("CRPIX3", 1.0)])
+    path = tmp_path / "chunked.fits"
+    fits.writeto(path, data, header)
+    return path, dfits.open(path)[0]
+
+
+def test_stats_and_moment_count_their_kernel_passes(tmp_path, counted, capsys):
+    """``moment``: one weighted-sums pass per chunk; ``stats``: its six statistics in at most
+    four passes per chunk (sums and counts unless the chunk's moments came first, moments,
+    maximum, minimum). Nothing decodes."""
+    import dask
+
+    path, hdu = _chunked_cube(tmp_path)
+    with dask.config.set({"array.chunk-size": "8KiB"}):
+        stats_chunks = hdu.data.npartitions
+        moment_chunks = hdu.to_dask(reduce_axis=0).npartitions
+        assert main(["stats", str(path), "--quiet"]) == 0
+        assert set(counted) == {"sum_count", "moments", "extrema"}
+        assert counted["sum_count"] <= stats_chunks  # answered from the moments' memo
+        assert (counted["moments"], counted["extrema"]) == (stats_chunks, 2 * stats_chunks)
+        counted.clear()
+        out = tmp_path / "m1.fits"
+        assert main(["moment", str(path), "--order", "1", "--out", str(out), "--quiet"]) == 0
+        assert counted == {"weighted_sums": moment_chunks}
+    assert stats_chunks > 2
+    assert moment_chunks > 1
