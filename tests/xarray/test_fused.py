@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dfits.xarray.fused import fused_dask, pixel_coords
+from dfits.cube.wcs import pixel_coords
+from dfits.xarray.fused import fused_dask
 
 
 @pytest.fixture
