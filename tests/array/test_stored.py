@@ -109,3 +109,19 @@ def test_views_report_a_base_and_copy_to_plain_arrays(chunk):
     assert not c.decoded  # views and their copies left the chunk stored
     assert np.isnan(c).base is None
     assert (c > 0).base is None
+
+
+def test_flags_are_the_decoded_values_flags(chunk):
+    c, _ = chunk
+    flags = c.flags
+    decoded = c.decode()
+    for name in ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED", "BEHAVED"):
+        assert flags[name] == decoded.flags[name], name
+    assert not flags.writeable  # read-only, as decode() gives it
+    assert StoredChunk(c.u[0, 0], c.spec).flags.f_contiguous  # 1-d: C and F, as numpy
+    with pytest.raises(ValueError, match="cannot set"):
+        flags.owndata = False
+    flags.writeable = True  # the values become the chunk's own, as writing to it does
+    assert c.decoded
+    assert flags.writeable
+    assert c.flags.writeable

@@ -97,10 +97,8 @@ def reduce(
     x : dask.array.Array
         A dfits array (fused kernels on the stored bytes) or any dask array (numpy).
     how : str
-        A key of :data:`AGGREGATIONS`: ``sum``, ``mean``, ``var``, ``std``, ``min``, ``max``
-        and their ``nan`` forms, ``count`` (values that are not NaN or BLANK), and the
-        positions ``argmax``, ``argmin``, ``nanargmax``, ``nanargmin`` (one ``axis`` or
-        None, as numpy; see :mod:`dfits.array.argsteps`).
+        A key of :data:`AGGREGATIONS`: ``sum``, ``mean``, ``var``, ``std``, ``min``, ``max``,
+        ``argmax``, ``argmin`` (one ``axis`` or None), their ``nan`` forms, and ``count``.
     axis : int or tuple of int, optional
         The axes reduced (all by default).
     keepdims : bool
@@ -108,8 +106,7 @@ def reduce(
     split_every : int, optional
         dask's tree-reduction fan-in.
     band : (float, float), optional
-        Only values inside the closed band take part (as ``x.where((x >= lo) & (x <= hi))``
-        reduced with the ``nan`` entries): threshold masks on the stored bytes.
+        Only values in the closed band take part (``x.where((x >= lo) & (x <= hi))``).
     **options
         ``ddof`` for ``var``/``std``.
 
@@ -137,18 +134,12 @@ def reduce(
     options = {**options, "skipna": skipna}
     out_ndim = x.ndim if keepdims else x.ndim - len(axes)
     return da.reduction(
-        x,
-        functools.partial(_chunk, agg, skipna, band),
+        x, functools.partial(_chunk, agg, skipna, band),
         functools.partial(_aggregate, agg, size, dtype, options),
-        combine=functools.partial(_combine, agg),
-        axis=axes,
-        keepdims=keepdims,
-        dtype=dtype,
-        split_every=split_every,
-        concatenate=False,
-        meta=np.empty((0,) * out_ndim, dtype),
+        combine=functools.partial(_combine, agg), axis=axes, keepdims=keepdims, dtype=dtype,
+        split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, dtype),
         name=f"dfits-{how}",
-    )
+    )  # fmt: skip
 
 
 def _chunk(agg, skipna, band, block, axis, keepdims, computing_meta=False, **_):

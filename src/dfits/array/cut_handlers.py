@@ -9,40 +9,26 @@ gets numpy's value from the decoded chunk.
 
 from __future__ import annotations
 
-import math
 import warnings
-from typing import Any
 
 import numpy as np
 
 from dfits._lazy import kernels
 from dfits.array.cuts import Cut, CutValues, cut_values
+from dfits.array.results import axes_of
 from dfits.array.results import finish as _finish
 from dfits.array.results import keepdims_partial as _partial
 from dfits.array.results import shape_out as _shape_out
 
-__all__ = [
-    "cut_all",
-    "cut_any",
-    "cut_count_nonzero",
-    "cut_sum",
-    "cut_where",
-    "values_extreme",
-    "values_mean",
-    "values_sum",
-]
-
-
-def _axes(x: Any, axis: Any) -> tuple[tuple[int, ...], int]:
-    axes = kernels.normalize_axis(axis, x.ndim)
-    return axes, math.prod(x.shape[a] for a in axes)
+# the handlers are named in dfits.array.recognised, which installs them
+__all__: list[str] = []
 
 
 # -- the cut itself: a boolean mask ------------------------------------------------------------
 
 
 def cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
-    axes, _ = _axes(c, axis)
+    axes, _ = axes_of(c, axis)
     value = _shape_out(c, axes, keepdims, c.count(axes))
     if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
         dtype = np.zeros(0, c.dtype).sum().dtype
@@ -50,17 +36,17 @@ def cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
 
 
 def cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
-    axes, _ = _axes(c, axis)
+    axes, _ = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes)), np.intp, None)
 
 
 def cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
-    axes, _ = _axes(c, axis)
+    axes, _ = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) > 0), None, out)
 
 
 def cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
-    axes, size = _axes(c, axis)
+    axes, size = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) == size), None, out)
 
 
@@ -75,7 +61,7 @@ def cut_where(condition, x=None, y=None):
 
 
 def _sum(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
-    axes, size = _axes(v, axis)
+    axes, size = axes_of(v, axis)
     if not skipna and v.nan_filled:
         total, n = v.stats(axes)
         total = np.where(n == size, total, np.nan)  # a NaN left in the slice
@@ -91,7 +77,7 @@ def values_sum(v, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bo
 
 
 def _mean(v: CutValues, axis, dtype, out, keepdims, skipna: bool):
-    axes, size = _axes(v, axis)
+    axes, size = axes_of(v, axis)
     total, n = v.stats(axes)
     with np.errstate(invalid="ignore", divide="ignore"):
         if skipna:  # NaN-filled values only (see the table entry)
@@ -121,7 +107,7 @@ def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
     Zero-filled values hold no NaN (a NaN is outside every cut): the zero takes part
     wherever something is outside.
     """
-    axes, size = _axes(v, axis)
+    axes, size = axes_of(v, axis)
     if size == 0 or v.size == 0:
         return NotImplemented  # numpy's error: no identity for an empty maximum
     x = v.chunk

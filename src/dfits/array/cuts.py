@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.lazy import LazyValues, _is_basic, deviation_of
+from dfits.array.lazy import OfChunk, _is_basic, deviation_of
 from dfits.array.lazy import materialize as _materialize
 from dfits.array.stored import StoredChunk
 from dfits.array.thresholds import COMPARISONS, FLIPPED, comparison_band
@@ -48,7 +48,7 @@ def cut_of(op: Any, chunk: StoredChunk, other: Any, chunk_first: bool = True) ->
     return Cut(chunk, band, ((op, other),))
 
 
-class Cut(LazyValues):
+class Cut(OfChunk):
     """The boolean mask ``lo <= chunk <= hi`` of one or more comparisons with scalars."""
 
     __slots__ = ("band", "chunk", "dtype", "terms")
@@ -63,10 +63,6 @@ class Cut(LazyValues):
         self.terms = terms
         # 0/1 as another number type (dask's count_nonzero casts the mask to intp)
         self.dtype = np.dtype(dtype)
-
-    shape = property(lambda self: self.chunk.shape)
-    ndim = property(lambda self: self.chunk.ndim)
-    size = property(lambda self: self.chunk.size)
 
     def __repr__(self) -> str:
         return f"Cut({self.band[0]!r} <= x <= {self.band[1]!r}, shape={self.shape})"
@@ -111,7 +107,7 @@ class Cut(LazyValues):
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 
-class CutValues(LazyValues):
+class CutValues(OfChunk):
     """``np.where(cut, chunk, fill)``: the chunk's values inside the cut, ``fill`` elsewhere.
 
     ``fill`` is NaN or zero; ``dtype`` is the dtype numpy's ``where`` gives.
@@ -125,10 +121,6 @@ class CutValues(LazyValues):
         self.chunk = chunk
         self.fill = fill
         self.dtype = dtype
-
-    shape = property(lambda self: self.chunk.shape)
-    ndim = property(lambda self: self.chunk.ndim)
-    size = property(lambda self: self.chunk.size)
 
     @property
     def nan_filled(self) -> bool:

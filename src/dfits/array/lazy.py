@@ -18,7 +18,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-__all__ = ["RULES", "Deviation", "Lazy", "LazyValues", "deviation_of", "materialize"]
+__all__ = [
+    "RULES",
+    "Deviation",
+    "Lazy",
+    "LazyValues",
+    "OfChunk",
+    "deviation_of",
+    "materialize",
+]
 
 #: ufunc -> rules ``(lazy, inputs) -> lazy result or None`` for ``ufunc(*inputs)`` calls on
 #: stored chunks and lazy values, filled from :data:`dfits.array.recognised.UFUNC_RULES`
@@ -132,7 +140,16 @@ class LazyValues(Lazy):
     __hash__ = None  # type: ignore[assignment]
 
 
-class Deviation(LazyValues):
+class OfChunk(LazyValues):
+    """A lazy value worked out from one chunk (``self.chunk``), with the chunk's shape."""
+
+    __slots__ = ()
+    shape = property(lambda self: self.chunk.shape)
+    ndim = property(lambda self: self.chunk.ndim)
+    size = property(lambda self: self.chunk.size)
+
+
+class Deviation(OfChunk):
     """Lazy ``(chunk - centre) ** power``: dask's ``moment_chunk`` builds ``(x - mean) ** 2``,
     and ``x ** 2`` is a deviation about 0.
 
@@ -150,9 +167,6 @@ class Deviation(LazyValues):
         self.centre = centre
         self.power = power
 
-    shape = property(lambda self: self.chunk.shape)
-    ndim = property(lambda self: self.chunk.ndim)
-    size = property(lambda self: self.chunk.size)
     dtype = property(lambda self: np.result_type(self.chunk.dtype, self.centre.dtype))
 
     def __repr__(self) -> str:

@@ -20,28 +20,18 @@ import numpy as np
 
 from dfits._lazy import kernels
 from dfits.array import passes
-from dfits.array.cuts import CutValues
+from dfits.array.cuts import CutValues, same_values
 from dfits.array.handlers import deviation_sum
-from dfits.array.lazy import Deviation, LazyValues, _is_basic
+from dfits.array.lazy import Deviation, OfChunk, _is_basic
 from dfits.array.lazy import materialize as _materialize
-from dfits.array.results import finish, keepdims_partial, shape_out
+from dfits.array.results import axes_of, finish, keepdims_partial, shape_out
 from dfits.array.stored import StoredChunk
 
-__all__ = [
-    "NanMask",
-    "NanZeroed",
-    "isnan_rule",
-    "mask_all",
-    "mask_any",
-    "mask_count_nonzero",
-    "mask_sum",
-    "mask_where",
-    "nan_zeroed",
-    "zeroed_sum",
-]
+# the handlers are named in dfits.array.recognised, which installs them
+__all__ = ["NanMask", "NanZeroed", "isnan_rule", "nan_zeroed"]
 
 
-class NanMask(LazyValues):
+class NanMask(OfChunk):
     """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``).
 
     ``chunk`` is a stored chunk or the NaN-filled values of a threshold cut
@@ -58,10 +48,6 @@ class NanMask(LazyValues):
         self.valid = valid
         # 0/1 as another number type (dask's count_nonzero casts the mask to intp)
         self.dtype = np.dtype(dtype)
-
-    shape = property(lambda self: self.chunk.shape)
-    ndim = property(lambda self: self.chunk.ndim)
-    size = property(lambda self: self.chunk.size)
 
     def __repr__(self) -> str:
         what = "~isnan" if self.valid else "isnan"
@@ -93,7 +79,7 @@ class NanMask(LazyValues):
         return getattr(ufunc, method)(*_materialize(inputs), **_materialize(kwargs))
 
 
-class NanZeroed(LazyValues):
+class NanZeroed(OfChunk):
     """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0).
 
     ``chunk`` may also be a square of one (a :class:`~dfits.array.stored.Deviation`).
@@ -106,9 +92,6 @@ class NanZeroed(LazyValues):
         self.chunk = chunk
         self.zero = zero
 
-    shape = property(lambda self: self.chunk.shape)
-    ndim = property(lambda self: self.chunk.ndim)
-    size = property(lambda self: self.chunk.size)
     dtype = property(lambda self: self.chunk.dtype)
 
     def __repr__(self) -> str:
@@ -143,13 +126,11 @@ def nan_zeroed(condition: Any, x: Any, y: Any) -> NanZeroed | None:
 def _same_chunk(a: StoredChunk | CutValues, b: Any) -> bool:
     if a is b:
         return True
-    if isinstance(a, CutValues):
-        return False
-    if not isinstance(b, StoredChunk) or a.spec != b.spec or a._u is None or b._u is None:
-        return False
-    ia, ib = a._u.__array_interface__, b._u.__array_interface__
     return (
-        ia["data"] == ib["data"] and ia["shape"] == ib["shape"] and ia["strides"] == ib["strides"]
+        isinstance(a, StoredChunk)
+        and isinstance(b, StoredChunk)
+        and a.spec == b.spec
+        and same_values(a, b)
     )
 
 
@@ -200,8 +181,7 @@ def isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
 def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
     """Per-slice count of the mask's True values (int64), and the reduced axes."""
     x = m.chunk
-    axes = kernels.normalize_axis(axis, x.ndim)
-    size = math.prod(x.shape[a] for a in axes)
+    axes, size = axes_of(x, axis)
     if isinstance(x, CutValues) and not x.nan_filled:  # zeros outside the cut: no NaN
         valid = None
     elif isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))

@@ -274,6 +274,8 @@ class ChunkFlags:
         return key
 
     def __getitem__(self, name: str) -> bool:
+        if self._chunk.decoded:  # written to since: the chunk is its own array
+            return self._chunk.flags[name.upper()]
         derived = _DERIVED.get(name.upper())
         if derived is not None:
             return derived(self)
@@ -291,6 +293,9 @@ class ChunkFlags:
             raise AttributeError(name) from None
 
     def __setattr__(self, name: str, value: bool) -> None:
+        if self._chunk.decoded:
+            setattr(self._chunk.flags, name, value)
+            return
         if self._key(name) != "WRITEABLE":
             raise ValueError(f"cannot set {name!r} of a stored chunk")
         if value:
