@@ -137,3 +137,19 @@ def test_a_spectral_range_in_the_meta_makes_a_slab(tmp_path):
     other = regions.RegionMeta({"range": [-1 * u.km / u.s, 1 * u.km / u.s], "veltype": "OPTICAL"})
     with pytest.raises(RegionError, match="veltype"):
         cube.fits.subcube_from_region(regions.CircleSkyRegion(CENTRE, 1e-3 * u.deg, meta=other))
+
+
+def test_moments_of_a_subcube_see_its_mask(pair):
+    """The subcube's values are new (NaN outside the region): the accessor must not read the
+    file again through the encoding it was opened with (it once did: the mask was lost)."""
+    cube, sc = pair
+    region = shapes()["circle"]
+    got = cube.fits.subcube_from_region(region)
+    assert "dfits_source" not in got.encoding
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = oracle(sc, region).moment0().value
+    m0 = got.fits.moment(0).values
+    valid = np.isfinite(want)
+    np.testing.assert_allclose(np.abs(m0[valid]), np.abs(want[valid]), rtol=1e-5)
+    assert (m0[~valid] == 0).all()  # no valid channel: 0 here (nansum), NaN in spectral-cube

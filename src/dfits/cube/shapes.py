@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from dfits.cube.beams import keep_beams
 from dfits.cube.errors import RegionError
 from dfits.cube.lazy import as_dask
 
@@ -116,7 +117,8 @@ def subcube(obj: xr.DataArray, region: Any, celestial: Callable[[], WCS]) -> xr.
     keep = inside.transpose(*[d for d in sub.dims if d in ("y", "x")]).values.reshape(shape)
     # a small (y, x) mask broadcast by dask: tasks stay (path, offsets) plus this box mask
     data = da.where(keep, as_dask(sub), np.nan)
-    return sub.copy(deep=False, data=data)
+    # new values: the file's encoding would make the accessor read the file again, unmasked
+    return keep_beams(sub, sub.copy(deep=False, data=data))
 
 
 def _slab(obj: xr.DataArray, shapes: Sequence[Any]) -> xr.DataArray:
