@@ -137,3 +137,38 @@ def test_narrow_array_slices_read_only_their_rows(source):
     y = dask_array(RecordingReader(reader, log), ((3, 3), (8,), (10,)), "wide")
     np.testing.assert_array_equal(y[1:2, 3:5].compute(), values[1:2, 3:5])
     assert log == [((0, 3), (0, 8), (0, 10))]
+
+
+def test_reductions_import_no_reader():
+    """The reductions know the Reader contract (a stored chunk, perhaps holding a pending
+    region), never which reader fed them."""
+    import ast
+    import pathlib
+
+    import dfits.array
+
+    root = pathlib.Path(dfits.array.__file__).parent
+    readers = ("dfits.array.image", "dfits.tiles", "dfits.tables", "dfits.array.reader")
+    reductions = ("aggregations", "steps", "argsteps", "passes", "weighted", "handlers")
+    for name in (*reductions, "cut_handlers", "nanmask", "cuts", "stored", "partials"):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(readers), (name, node.module)
+
+
+def test_pending_regions_implement_the_contract():
+    import dataclasses
+
+    from dfits.array.image import Pending
+    from dfits.array.reader import PendingRegion
+    from dfits.tiles.quantised import QuantisedTiles
+
+    for cls in (Pending, QuantisedTiles):
+        assert "shape" in {f.name for f in dataclasses.fields(cls)}, cls
+        for method in ("fetch", "narrow"):
+            assert callable(getattr(cls, method)), (cls, method)
+    spec = parse_decode_spec(-32)[0]
+    tiles = QuantisedTiles(np.zeros(0), np.zeros(0), np.zeros(0), (), (2, 3), spec)
+    assert isinstance(tiles, PendingRegion)
+    assert tiles.narrow((slice(0, 1),)) is None  # never narrowed: the chunk fetches
