@@ -46,6 +46,7 @@ __all__ = [
     "c_strides",
     "count_cast",
     "install",
+    "markdown_rows",
 ]
 
 
@@ -187,6 +188,18 @@ UFUNC_RULES: tuple[tuple[str, str, str | None], ...] = (
         for op in ("greater", "greater_equal", "less", "less_equal")
     ),
 )
+
+
+def markdown_rows() -> list[str]:
+    """The rows of the two tables in ``docs/architecture.md`` (a test keeps them equal)."""
+    rows = ["| pattern | library call | numpy calls on each chunk | passes per chunk |"]
+    rows.append("|---|---|---|---|")
+    for p in PATTERNS:
+        lib = p.name.split("-")[0] + ": " + p.produced_by
+        rows.append(f"| `{p.name}` | `{lib}` | {p.calls} | {p.passes} |")
+    rows += ["", "| trick | where | why | test |", "|---|---|---|---|"]
+    rows += [f"| `{t.name}` | {t.where} | {t.why} | `{t.test}` |" for t in TRICKS]
+    return rows
 
 
 def _resolve(name: str) -> Any:
