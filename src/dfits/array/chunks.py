@@ -123,8 +123,3 @@ def reduction_chunks(
     inner = file_chunks(shape[axis + 1 :], itemsize, max(itemsize, per_slab * itemsize // want))
     full, rest = divmod(n, want)
     return (*chunks[:axis], (want,) * full + ((rest,) if rest else ()), *inner)
-
-
-def chunk_bytes(chunks: tuple[tuple[int, ...], ...], itemsize: int) -> int:
-    """Bytes of the largest chunk."""
-    return itemsize * math.prod(max(c) if c else 0 for c in chunks)
