@@ -49,10 +49,15 @@ def astropy_decoded(data, column):
     0 for an ASCII null) and its ``Table`` masks the cells of unscaled columns."""
     import numpy as np
 
-    values = np.array(data[column.name])
+    raw = np.asarray(data.base[column.name])  # numpy's view of the stored fields
+    try:
+        values = np.array(data[column.name])
+    except UnboundLocalError:
+        # astropy 7/8 cannot scale a K column by a TZEROn that is not 2**63 (its bzero64 is
+        # unset): the standard's stored * TSCALn + TZEROn, in float64 as astropy would
+        values = raw.astype(np.float64) * column.scale + column.zero
     if column.dtype.kind != "f" or column.code not in "BIJK":
         return values
-    raw = np.asarray(data.base[column.name])  # numpy's view of the stored fields
     if column.ascii:
         text = np.char.strip(raw.astype("S"))
         nulls = text == b""

@@ -17,7 +17,8 @@ Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it ha
   ``tdim``);
 * variable-length arrays (P/Q): ``object`` holding one numpy array per row (shaped by a
   TDIMn as astropy shapes them); Arrow ``list`` of the flattened array, the shape in the
-  field's metadata (``array_shape``, ``-1`` for the length);
+  field's metadata (``array_shape``, ``-1`` for the length); PA: one string per row, pandas
+  ``str`` and Arrow ``string``;
 * complex (C/M): pandas complex; Arrow has no complex type, so a ``fixed_size_list`` of two
   floats (real, imaginary).
 """
@@ -71,6 +72,8 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
     c = reader.column
     values = np.asarray(values)
     n = values.shape[0]
+    if c.code in "PQ" and c.element_dtype.kind == "U":
+        return values.astype(str)  # one string per row: pandas' str, even with no rows
     if values.ndim > 1 or c.code in "PQ":
         if nullable(c):
             values = with_nan(values, nulls)  # the cells as hdu.column gives them
@@ -145,10 +148,12 @@ def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
     values = np.asarray(values)
     if c.code in "PQ":
         element = c.element_dtype
-        typ = pa.string() if element.kind == "U" else pa.from_numpy_dtype(element)
+        if element.kind == "U":
+            # one string per row (PA), as pandas and hdu.column give it: not a list of letters
+            return pa.array(list(values), pa.string())
         # arrays shaped by TDIMn go flat: their shape is in the field's metadata (array_shape)
-        cells = [np.ravel(v) if typ != pa.string() else v for v in values]
-        return pa.array(cells, pa.list_(typ))
+        cells = [np.ravel(v) for v in values]
+        return pa.array(cells, pa.list_(pa.from_numpy_dtype(element)))
     n, cell = values.shape[0], math.prod(values.shape[1:])
     if values.dtype.kind == "c":
         pairs = np.ascontiguousarray(values).reshape(n, cell).view(values.real.dtype)
