@@ -1,7 +1,8 @@
 """numpy functions on threshold cuts and their values → the band kernel.
 
-The tables :mod:`dfits.array.cuts` names: counts of a :class:`~dfits.array.cuts.Cut`
-(``(x > t).sum()``), ``np.where`` building :class:`~dfits.array.cuts.CutValues`, and sums
+The handlers :mod:`dfits.array.recognised` installs for cuts: counts of a mask (a
+:class:`~dfits.array.cuts.Cut`, ``(x > t).sum()``, or a NaN mask, ``np.isnan(x).sum()``:
+anything with ``count(axes)``), ``np.where`` building :class:`~dfits.array.cuts.CutValues`, and sums
 and means of those. Results follow numpy's: dtypes, NaN for a slice with a NaN (unskipped)
 or with nothing to average, ``keepdims`` and ``out``. Anything else declines, and the caller
 gets numpy's value from the decoded chunk.
@@ -10,6 +11,7 @@ gets numpy's value from the decoded chunk.
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,14 +22,17 @@ from dfits.array.results import finish as _finish
 from dfits.array.results import keepdims_partial as _partial
 from dfits.array.results import shape_out as _shape_out
 
+if TYPE_CHECKING:
+    from dfits.array.nanmask import NanMask
+
 # the handlers are named in dfits.array.recognised, which installs them
 __all__: list[str] = []
 
 
-# -- the cut itself: a boolean mask ------------------------------------------------------------
+# -- masks: a cut, or a NaN mask (anything with ``count(axes)``) ---------------------------------
 
 
-def cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
+def mask_sum(c: Cut | NanMask, axis=None, dtype=None, out=None, keepdims=False, **_):
     axes, _ = axes_of(c, axis)
     value = _shape_out(c, axes, keepdims, c.count(axes))
     if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
@@ -35,17 +40,17 @@ def cut_sum(c: Cut, axis=None, dtype=None, out=None, keepdims=False, **_):
     return _partial(_finish(value, dtype, out), keepdims, out)
 
 
-def cut_count_nonzero(c: Cut, axis=None, *, keepdims=False):
+def mask_count_nonzero(c: Cut | NanMask, axis=None, *, keepdims=False):
     axes, _ = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes)), np.intp, None)
 
 
-def cut_any(c: Cut, axis=None, out=None, keepdims=False, **_):
+def mask_any(c: Cut | NanMask, axis=None, out=None, keepdims=False, **_):
     axes, _ = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) > 0), None, out)
 
 
-def cut_all(c: Cut, axis=None, out=None, keepdims=False, **_):
+def mask_all(c: Cut | NanMask, axis=None, out=None, keepdims=False, **_):
     axes, size = axes_of(c, axis)
     return _finish(_shape_out(c, axes, keepdims, c.count(axes) == size), None, out)
 

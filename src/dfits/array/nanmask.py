@@ -24,7 +24,7 @@ from dfits.array.cuts import CutValues, same_values
 from dfits.array.handlers import deviation_sum
 from dfits.array.lazy import Deviation, OfChunk, _is_basic
 from dfits.array.lazy import materialize as _materialize
-from dfits.array.results import axes_of, finish, keepdims_partial, shape_out
+from dfits.array.results import finish, keepdims_partial, shape_out
 from dfits.array.stored import StoredChunk
 
 # the handlers are named in dfits.array.recognised, which installs them
@@ -58,6 +58,19 @@ class NanMask(OfChunk):
         if self.valid:
             np.logical_not(mask, out=mask)
         return mask if self.dtype == np.bool_ else mask.astype(self.dtype)
+
+    def count(self, axes: tuple[int, ...]) -> Any:
+        """Per-slice numbers of True values over ``axes`` (int64), from the sum pass."""
+        x = self.chunk
+        size = math.prod(x.shape[a] for a in axes)
+        if isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t)), or none at all
+            valid = x.counts(axes) if x.nan_filled else None
+        else:
+            valid = passes.sum_count(x, axes, True)[0] if x.spec.has_missing and x.size else None
+        if valid is None:
+            shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
+            return np.broadcast_to(np.int64(size if self.valid else 0), shape)
+        return valid if self.valid else size - np.asarray(valid, dtype=np.int64)
 
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
         target = np.dtype(dtype)
@@ -175,50 +188,7 @@ def isnan_rule(values: Any, inputs: tuple) -> NanMask | None:
     return None
 
 
-# -- numpy functions on masks and NaN-zeroed chunks -----------------------------------------
-
-
-def _mask_count(m: NanMask, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
-    """Per-slice count of the mask's True values (int64), and the reduced axes."""
-    x = m.chunk
-    axes, size = axes_of(x, axis)
-    if isinstance(x, CutValues) and not x.nan_filled:  # zeros outside the cut: no NaN
-        valid = None
-    elif isinstance(x, CutValues):  # NaN outside the cut (x.where(x > t))
-        valid = x.counts(axes)
-    elif x.spec.has_missing and x.size:
-        valid = passes.sum_count(x, axes, True)[0]
-    else:
-        valid = None
-    if valid is None:
-        shape = tuple(n for ax, n in enumerate(x.shape) if ax not in axes)
-        value = np.broadcast_to(np.int64(size if m.valid else 0), shape)
-    else:
-        value = valid if m.valid else size - np.asarray(valid, dtype=np.int64)
-    return shape_out(x, axes, keepdims, value), axes
-
-
-def mask_sum(m, axis=None, dtype=None, out=None, keepdims=False, **_):
-    value, _ = _mask_count(m, axis, keepdims)
-    if dtype is None:  # numpy's: int64 for bool and small integers, else the mask's dtype
-        dtype = np.zeros(0, m.dtype).sum().dtype
-    return keepdims_partial(finish(value, dtype, out), keepdims, out)
-
-
-def mask_count_nonzero(m, axis=None, *, keepdims=False):
-    value, _ = _mask_count(m, axis, keepdims)
-    return finish(value, np.intp, None)
-
-
-def mask_any(m, axis=None, out=None, keepdims=False, **_):
-    value, _ = _mask_count(m, axis, keepdims)
-    return finish(np.asarray(value) > 0, None, out)
-
-
-def mask_all(m, axis=None, out=None, keepdims=False, **_):
-    value, axes = _mask_count(m, axis, keepdims)
-    size = math.prod(m.shape[a] for a in axes)
-    return finish(np.asarray(value) == size, None, out)
+# -- numpy functions on masks and NaN-zeroed chunks (the counts: cut_handlers.mask_*) ------
 
 
 def mask_where(condition, x=None, y=None):
