@@ -129,7 +129,9 @@ class TableAccess:
 
         Each chunk reads only the field's bytes of its rows. Numeric columns stay stored
         big-endian until a kernel reads them, so ``sum``, ``mean``, ``std``, ``min``/``max``
-        and the ``nan`` forms run the fused swap kernels on the strided field.
+        and the ``nan`` forms run the fused swap kernels on the strided field. An integer
+        column that may hold nulls (TNULLn, ASCII integers) is float64 with NaN for them
+        (:func:`dfits.tables.fields.nullable`; ``docs/tables.md`` has the whole mapping).
 
         Parameters
         ----------
