@@ -68,7 +68,8 @@ class Column:
         TNULLn: an integer for B/I/J/K (None when out of range), a string for ASCII.
     dtype : numpy.dtype
         Physical dtype of the values (``object`` for variable-length arrays, whose elements
-        have :attr:`element_dtype`).
+        have :attr:`element_dtype`; float64 for an integer column that may hold nulls:
+        TNULLn on unscaled B/I/J/K, and every ASCII integer column).
     ascii : bool
         True for a column of an ASCII TABLE.
     array_shape : tuple of int
