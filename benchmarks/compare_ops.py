@@ -233,7 +233,7 @@ def small_chunks(op):
         if "dfits" in sys.modules:  # the dfits tools (imported when their op was built)
             import importlib
 
-            stacked = importlib.import_module("dfits.array.partials")
+            stacked = importlib.import_module("dfits.stored.partials")
         floor = getattr(stacked, "STACK_MIN_BYTES", None)
         try:
             if floor is not None:

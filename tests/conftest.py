@@ -19,3 +19,14 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture
+def no_decode(monkeypatch):
+    """Fail if any stored chunk is decoded (a per-chunk native copy): fused paths only."""
+    from dfits.stored import stored
+
+    def refuse(self):
+        raise AssertionError("a stored chunk was decoded on a fused path")
+
+    monkeypatch.setattr(stored.StoredChunk, "decode", refuse)

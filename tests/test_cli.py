@@ -368,7 +368,7 @@ def test_moment_unit_options_are_checked(sky_cube, tmp_path, capsys):
 def counted(monkeypatch):
     """``{name: calls}`` of every kernel pass over stored chunks, and of chunk decodes."""
     import dfits.kernels
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.stored import StoredChunk
 
     calls: dict[str, int] = {}
 

@@ -21,8 +21,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from dfits._lazy import kernels
 from dfits.array.image import ImageReader
-from dfits.array.stored import StoredChunk
 from dfits.io.ranges import bounding
+from dfits.stored.stored import StoredChunk
 
 __all__ = ["Section", "forget"]
 

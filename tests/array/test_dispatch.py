@@ -108,7 +108,7 @@ REDUCTIONS = {
 @pytest.fixture(params=["large-only", "every"])
 def stacking(request, monkeypatch):
     """Run once as shipped and once with every keepdims sum partial added by a PartialStack."""
-    from dfits.array import partials
+    from dfits.stored import partials
 
     if request.param == "every":
         monkeypatch.setattr(partials, "STACK_MIN_BYTES", 0)
@@ -130,7 +130,7 @@ def test_reductions_are_fused_and_match_astropy(case, no_decode, stacking, name)
 def test_float32_moment_map_partials_stay_float32(tmp_path, monkeypatch):
     # dask's combine casts every partial to float32 before adding, so the chunk step hands
     # it float32 straight from the kernel (no float64 copy of each map); same values
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.stored import StoredChunk
 
     x, data = float32_cube(tmp_path, (24, 16, 20), (5, 16, 20), (3, 4, 5), seed=5)
     seen = []

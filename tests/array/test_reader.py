@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfits.array import Reader, dask_array
-from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
+from dfits.stored.stored import StoredChunk
 
 
 @dataclass(frozen=True)

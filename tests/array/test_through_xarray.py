@@ -7,8 +7,8 @@ import pytest
 import xarray as xr
 
 import dfits
-from dfits.array import stored
 from dfits.io.writer import ImageWriter
+from dfits.stored import stored
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def test_masks_and_clipped_moments_match(tmp_path):
 @pytest.mark.parametrize("order", [0, 1, 2])
 def test_threshold_masks_stay_fused(tmp_path, monkeypatch, order):
     """Threshold and sigma-clipped moments run on the stored bytes: no chunk is decoded."""
-    from dfits.array import stored
+    from dfits.stored import stored
 
     cube = _open(spectral_cube_file(tmp_path, "vrad-3d"))
     want = cube.fits.with_mask(lambda c: c > 0.5).fits.moment(order).values
@@ -109,7 +109,7 @@ def test_mad_std_is_lazy_and_counts_in_four_passes(tmp_path, monkeypatch):
     import dask
 
     import dfits.kernels.histogram as histogram
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.stored import StoredChunk
     from dfits.xarray.fused import fused_dask
 
     cube = _open(spectral_cube_file(tmp_path, "vrad-3d"))

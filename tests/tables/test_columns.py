@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dfits
-from dfits.array.stored import StoredChunk
 from dfits.errors import DataError
+from dfits.stored.stored import StoredChunk
 from tests.profiles import examples
 from tests.tablefiles import astropy_decoded, write_table
 

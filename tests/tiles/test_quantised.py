@@ -130,8 +130,8 @@ class _Source:
 
 
 def test_passes_ask_any_unread_source_through_the_protocol(tmp_path):
-    from dfits.array import passes
-    from dfits.array.stored import StoredChunk
+    from dfits.stored import passes
+    from dfits.stored.stored import StoredChunk
 
     write(tmp_path / "q.fits.fz", 1, (1, 77))
     spec = dfits.open(tmp_path / "q.fits.fz")[1]._block(raw=False).spec

@@ -180,7 +180,7 @@ def test_open_mfdataset_nested(tmp_path):
 def test_reductions_through_fits_chunk_are_fused(tmp_path, monkeypatch):
     import dask.array as da_mod
 
-    from dfits.array import stored
+    from dfits.stored import stored
 
     data = np.random.default_rng(0).standard_normal((6, 8, 10)).astype(np.float32)
     data[1, 2, 3] = np.nan

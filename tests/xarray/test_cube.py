@@ -153,7 +153,7 @@ PASS_KERNELS = ("band_moments", "band_sum_count", "decode", "extrema", "integer_
 def counted(monkeypatch):
     """``{name: calls}`` of every kernel pass and of every stored-chunk decode."""
     import dfits.kernels
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.stored import StoredChunk
 
     calls: dict[str, int] = {}
 

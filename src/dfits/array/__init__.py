@@ -1,5 +1,5 @@
-"""Dask arrays over FITS data: the reader seam, chunk plans, stored chunks, the reductions
-dfits owns, weighted sums."""
+"""Dask arrays over FITS data: the reader seam, chunk plans, graph construction, the reductions
+dfits owns (one table), weighted sums. The chunks' type is :mod:`dfits.stored`'s."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ from dfits.array.aggregations import AGGREGATIONS, Aggregation, reduce
 from dfits.array.chunks import file_chunks, normalize
 from dfits.array.image import ImageReader
 from dfits.array.reader import Reader, dask_array
-from dfits.array.recognised import install
-from dfits.array.stored import StoredChunk
 from dfits.array.weighted import weighted_sums
-
-# the stored chunk's handler tables, filled from the one table of what it recognises
-install()
+from dfits.stored.stored import StoredChunk
 
 __all__ = [
     "AGGREGATIONS",

@@ -3,7 +3,7 @@
 Each :class:`Aggregation` (the flox and dask pattern) says what one chunk contributes (a
 dict of partials, kept dims), how two contributions combine (associatively, in block order),
 and how the combined partials become the result. A chunk that is a stored chunk gets its
-partials from one fused kernel pass over its stored bytes (:mod:`dfits.array.passes`); any
+partials from one fused kernel pass over its stored bytes (:mod:`dfits.stored.passes`); any
 other block (numpy, an in-memory cube, a rechunked array) gets them from numpy, in float64.
 So the accessor, the CLI and quicklook ask for exactly the pass they need, and the plain dask
 API (``x.std()``) stays available for everything else.
@@ -28,7 +28,7 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.array import argsteps as a
 from dfits.array import steps as m
-from dfits.array.stored import StoredChunk
+from dfits.stored.stored import StoredChunk
 
 if TYPE_CHECKING:
     import dask.array as da

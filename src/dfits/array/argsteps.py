@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dfits.array import passes
-from dfits.array.stored import StoredChunk
+from dfits.stored import passes
+from dfits.stored.stored import StoredChunk
 
 if TYPE_CHECKING:
     import dask.array as da

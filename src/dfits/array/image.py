@@ -4,7 +4,7 @@ An :class:`ImageReader` is a frozen record of (source, data offset, shape, decod
 path and a few integers, so each pickled task stays tiny and the graph holds no data, no open
 handle and no memmap. :meth:`ImageReader.read` maps exactly a region's bytes (local files) or
 defers fetching them (remote files, :class:`Pending`) and returns a
-:class:`~dfits.array.stored.StoredChunk` (or, for ``.raw``, the big-endian stored values as a
+:class:`~dfits.stored.stored.StoredChunk` (or, for ``.raw``, the big-endian stored values as a
 zero-copy numpy view). It implements :class:`dfits.array.reader.Reader`.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from dfits.array.stored import StoredChunk
 from dfits.io.ranges import bounding, region_runs
+from dfits.stored.stored import StoredChunk
 
 __all__ = ["ImageReader", "Pending"]
 

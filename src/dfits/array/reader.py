@@ -2,7 +2,7 @@
 
 A **reader** is a small picklable record (a path or URL, offsets, a decode spec; never data
 or an open handle) that, given a region of its array, returns that region's stored values
-with their decode spec: a :class:`~dfits.array.stored.StoredChunk`. The spec says how to get
+with their decode spec: a :class:`~dfits.stored.stored.StoredChunk`. The spec says how to get
 physical values (dtype, byte order, BSCALE/BZERO, BLANK, NaN rule), so the reductions never
 know which reader fed them: an mmap of image bytes (:class:`~dfits.array.image.ImageReader`),
 remote byte ranges, decoded tiles of a compressed image (native byte order) or the strided
@@ -12,7 +12,7 @@ A reader may also defer reading: its chunk then holds a :class:`PendingRegion` i
 stored values (``StoredChunk(None, spec, pending)``), which says the chunk's shape, reads it
 on demand (``fetch``) and narrows to a slice without reading (``narrow``), so that a slice
 dask applies after the chunk task decides what is fetched. A pending region may also offer
-the passes of :class:`dfits.array.passes.FusedSource` (quantised tiles sum their integers).
+the passes of :class:`dfits.stored.passes.FusedSource` (quantised tiles sum their integers).
 That is the whole contract between readers and the reductions, which never import a reader.
 
 :func:`dask_array` turns a reader and a chunk plan into a dask array through dask's public
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dfits.array import handlers
-from dfits.array.partials import PartialStack, SumPartial, concatenate_partials
-from dfits.array.recognised import install
-from dfits.array.stored import StoredChunk
+from dfits.stored import handlers
+from dfits.stored.partials import PartialStack, SumPartial, concatenate_partials
+from dfits.stored.recognised import install
+from dfits.stored.stored import StoredChunk
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -183,7 +183,7 @@ def register() -> None:
     ``numel``/``nannumel`` (the counts of dask's mean and variance steps) answer from the
     chunk; concatenation decodes each piece into its place (a single block stays stored);
     quantiles and ``to_numpy`` decode; sum partials concatenate into a lazy stack that a
-    combine step's sum adds up (see :mod:`dfits.array.partials`).
+    combine step's sum adds up (see :mod:`dfits.stored.partials`).
     """
     from dask.array.dispatch import (
         concatenate_lookup,

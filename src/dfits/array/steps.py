@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array import passes
-from dfits.array.stored import StoredChunk
+from dfits.stored import passes
+from dfits.stored.stored import StoredChunk
 
 __all__ = [
     "count_finalize",

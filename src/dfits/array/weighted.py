@@ -1,7 +1,7 @@
 """Weighted sums along one axis of a dask array: the one-pass core of moment maps.
 
 Each block gives ``Σ I``, ``Σ I·w`` (and ``Σ I·w²``) over its stretch of the axis: blocks read
-from a FITS file (:class:`~dfits.array.stored.StoredChunk`) through the fused kernel on their
+from a FITS file (:class:`~dfits.stored.stored.StoredChunk`) through the fused kernel on their
 stored bytes, any other block (numpy, an in-memory cube) with numpy in float64. A dask
 reduction then adds the per-block partials in place, so graphs, scheduling and memory stay
 dask's.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.stored import StoredChunk
+from dfits.stored.stored import StoredChunk
 
 __all__ = ["weighted_sums"]
 

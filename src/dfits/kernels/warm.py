@@ -142,7 +142,7 @@ def _warm_task(task: tuple[Encoding, str, bool]) -> None:
             kernels.sum_count(u, spec, axis, skipna=skipna, dtype=np.float32, counts=False)
     for want_max in (False, True):
         # min/max: the value-only kernel over rows, the indexed one over columns (faster
-        # there, see dfits.array.passes); the full set has both for both forms
+        # there, see dfits.stored.passes); the full set has both for both forms
         if full or form == "rows":
             kernels.extrema(u, spec, axis, want_max=want_max, with_index=False)
         if full or form == "cols":

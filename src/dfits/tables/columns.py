@@ -6,7 +6,7 @@ data. :meth:`ColumnReader.read` maps exactly the rows of a region (local files; 
 gather only the field's bytes of each row, coalesced) and returns the field's values:
 
 * numeric fields the kernels can reduce stay stored: a
-  :class:`~dfits.array.stored.StoredChunk` over the strided big-endian field, so
+  :class:`~dfits.stored.stored.StoredChunk` over the strided big-endian field, so
   ``column.sum()``, ``np.nanmax(column)``, ``column.std()`` run the fused JIT-swap kernels;
 * ASCII numbers are parsed by :mod:`dfits.kernels.asciiparse` from the bytes;
 * variable-length arrays (P/Q) are an object array holding one numpy array per row (read

@@ -3,7 +3,7 @@
 The contract: given ``rows``, a read-only ``uint8`` array of shape ``(n, stride)`` whose row
 ``i`` starts with the bytes of row ``i`` of the field (a zero-copy strided view over the mmap
 of whole rows, or gathered field bytes), :func:`field_values` returns the column's values for
-those rows: a :class:`~dfits.array.stored.StoredChunk` over the strided big-endian field when
+those rows: a :class:`~dfits.stored.stored.StoredChunk` over the strided big-endian field when
 the fused kernels can reduce it (:func:`kernel_spec`), else a native numpy array computed as
 astropy computes ``hdu.data[name]``:
 
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from dfits.array.stored import StoredChunk
 from dfits.format.columns import Column
 from dfits.format.dtypes import DecodeSpec
 from dfits.format.tform import STORED, is_unsigned_zero
+from dfits.stored.stored import StoredChunk
 
 __all__ = [
     "element_values",

@@ -36,8 +36,8 @@ import numpy as np
 from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
 from dfits.array.reader import dask_array
-from dfits.array.stored import StoredChunk
 from dfits.kernels import fieldsums
+from dfits.stored.stored import StoredChunk
 from dfits.tables.columns import ColumnReader
 from dfits.tables.fields import kernel_spec
 

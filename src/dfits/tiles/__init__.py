@@ -11,7 +11,7 @@ image behaves like any other image: ``hdu.data``, ``hdu.section`` and every redu
   reading nothing), their descriptors (those rows alone), their heap bytes (coalesced);
 * :mod:`dfits.tiles.quantised` -- quantised float tiles kept as integers until read: they
   answer sums and extremes from the integers
-  (:class:`dfits.array.passes.FusedSource`) and dequantise once for anything else.
+  (:class:`dfits.stored.passes.FusedSource`) and dequantise once for anything else.
 
 The codecs and the dequantisation loops are kernels (:mod:`dfits.kernels.codecs`,
 :mod:`dfits.kernels.tilegroup`, :mod:`dfits.kernels.dequantize`); the table's metadata

@@ -1,12 +1,12 @@
 """A chunk of quantised float tiles kept as decoded integers until a reduction reads them.
 
 The tile reader decodes a chunk's RICE_1 tiles into one packed integer array. For a quantised
-float image it hands dask a :class:`~dfits.array.stored.StoredChunk` whose values are *not
+float image it hands dask a :class:`~dfits.stored.stored.StoredChunk` whose values are *not
 read yet*: a :class:`QuantisedTiles` (the packed integers, each tile's shape, place and
 quantisation). The sums, means, counts and extremes that dask's reductions ask of the chunk
-(:mod:`dfits.array.passes`) are answered by :meth:`QuantisedTiles.sum_count` and
+(:mod:`dfits.stored.passes`) are answered by :meth:`QuantisedTiles.sum_count` and
 :meth:`QuantisedTiles.extrema`, the chunk's unread source implementing
-:class:`dfits.array.passes.FusedSource` (the passes know the protocol, not this class): each
+:class:`dfits.stored.passes.FusedSource` (the passes know the protocol, not this class): each
 runs :func:`dfits.kernels.tilereduce.reduce_tiles`, one pass over the integers with
 ZSCALE/ZZERO, the dither and ZBLANK folded in, and no float chunk is ever written. Anything
 else (a variance, an index, a slice, ``np.asarray``) calls
@@ -38,7 +38,7 @@ class QuantisedTiles:
 
     def fetch(self) -> np.ndarray:
         """The chunk's float values (dequantised once, then kept), as the native unsigned
-        view a :class:`~dfits.array.stored.StoredChunk` holds."""
+        view a :class:`~dfits.stored.stored.StoredChunk` holds."""
         if self._floats is None:
             from dfits.kernels import tilegroup
 
@@ -52,7 +52,7 @@ class QuantisedTiles:
         """Never narrowed: a slice of the chunk is a slice of its floats."""
         return None
 
-    # -- the fused passes (dfits.array.passes.FusedSource) ------------------------------------
+    # -- the fused passes (dfits.stored.passes.FusedSource) ------------------------------------
     def sum_count(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
         """``(n, total)`` over ``axes`` from the integers; None for a chunk whose ``spec`` is
         not the reader's (scaled or cast since: its values are no longer the floats)."""

@@ -8,7 +8,7 @@ stamp of a 65,536-tile image reads a few hundred bytes of the table, not all of 
 their compressed bytes in a few coalesced reads (``pread`` locally, ranged requests
 remotely), decodes them on the worker (:mod:`dfits.kernels.codecs`, GIL-free), dequantises
 quantised floats in one Numba pass (:mod:`dfits.kernels.dequantize`) and returns a
-:class:`~dfits.array.stored.StoredChunk` of the *native* stored values (spec byte order
+:class:`~dfits.stored.stored.StoredChunk` of the *native* stored values (spec byte order
 ``"="``), so BSCALE/BZERO/BLANK and every reduction run in the same kernels as for plain
 images. It implements :class:`dfits.array.reader.Reader`, and ``hdu.section`` reads through
 its :meth:`TileReader.read` as for any image (:class:`dfits.section.Section`): a stamp's
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from dfits.array.stored import StoredChunk
 from dfits.errors import DataError
 from dfits.format.descriptors import Descriptors
+from dfits.stored.stored import StoredChunk
 from dfits.tiles.places import (
     GAP,
     covering,

@@ -6,7 +6,7 @@ one pass: a count then a sum, a mean then a variance, an extreme then its index.
 knows who asks; a request that a memoised pass cannot answer runs the pass it needs.
 
 Nothing here knows which reader fed the chunk either. A reader whose chunk is still unread
-(:attr:`~dfits.array.stored.StoredChunk.unread`) may answer a sum or an extreme from what it
+(:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum or an extreme from what it
 holds instead (quantised tiles sum their integers: :mod:`dfits.tiles.quantised`) by giving
 that pending object the methods of :class:`FusedSource`; the passes look them up by name.
 """
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.stored import StoredChunk
+from dfits.stored.stored import StoredChunk
 
 __all__ = ["FusedSource", "extrema", "indexed", "moments", "sum_count", "total"]
 

@@ -1,11 +1,11 @@
 """numpy functions on threshold cuts and their values → the band kernel.
 
-The handlers :mod:`dfits.array.recognised` installs for cuts: counts of a mask (a
-:class:`~dfits.array.cuts.Cut`, ``(x > t).sum()``, or a NaN mask, ``np.isnan(x).sum()``:
-anything with ``count(axes)``), ``np.where`` building :class:`~dfits.array.cuts.CutValues`, and sums
-and means of those. Results follow numpy's: dtypes, NaN for a slice with a NaN (unskipped)
-or with nothing to average, ``keepdims`` and ``out``. Anything else declines, and the caller
-gets numpy's value from the decoded chunk.
+The handlers :mod:`dfits.stored.recognised` installs for cuts: counts of a mask (a
+:class:`~dfits.stored.cuts.Cut`, ``(x > t).sum()``, or a NaN mask, ``np.isnan(x).sum()``:
+anything with ``count(axes)``), ``np.where`` building
+:class:`~dfits.stored.cuts.CutValues`, and sums and means of those. Results follow numpy's:
+dtypes, NaN for a slice with a NaN (unskipped) or with nothing to average, ``keepdims`` and
+``out``. Anything else declines, and the caller gets numpy's value from the decoded chunk.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.cuts import Cut, CutValues, cut_values
-from dfits.array.results import axes_of
-from dfits.array.results import finish as _finish
-from dfits.array.results import keepdims_partial as _partial
-from dfits.array.results import shape_out as _shape_out
+from dfits.stored.cuts import Cut, CutValues, cut_values
+from dfits.stored.results import axes_of
+from dfits.stored.results import finish as _finish
+from dfits.stored.results import keepdims_partial as _partial
+from dfits.stored.results import shape_out as _shape_out
 
 if TYPE_CHECKING:
-    from dfits.array.nanmask import NanMask
+    from dfits.stored.nanmask import NanMask
 
-# the handlers are named in dfits.array.recognised, which installs them
+# the handlers are named in dfits.stored.recognised, which installs them
 __all__: list[str] = []
 
 

@@ -5,15 +5,15 @@ mmap of the file for local files) and their decode spec. It is a NEP-18 duck arr
 contract is simple:
 
 * the numpy functions in :attr:`StoredChunk.handlers` (sums, means, variances, extrema and
-  their indices; :mod:`dfits.array.handlers`, listed in :mod:`dfits.array.recognised`) run a
+  their indices; :mod:`dfits.stored.handlers`, listed in :mod:`dfits.stored.recognised`) run a
   fused kernel on the stored bits; each kernel
   pass is memoised on the chunk, so related requests (a count, then a sum) cost one pass;
 * basic slicing, reshapes, an exact widening ``astype`` and arithmetic with a scalar that
-  FITS scaling expresses value for value (:mod:`dfits.array.affine`) stay stored;
+  FITS scaling expresses value for value (:mod:`dfits.stored.affine`) stay stored;
 * a few ufuncs return lazy values that the fused kernels answer when reduced next and that
   compute numpy's own result for anything else (``x - m`` and ``x ** 2``: a
   :class:`Deviation`; comparisons and ``isnan``: the rules in
-  :data:`dfits.array.recognised.UFUNC_RULES`);
+  :data:`dfits.stored.recognised.UFUNC_RULES`);
 * **anything else decodes once**, into a read-only native array (the chunk is a read-only
   view of a file, like ``np.memmap(mode="r")``) kept on the chunk: every ndarray attribute,
   method and protocol is that array's, and the handlers still answer from the stored bytes
@@ -37,8 +37,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.affine import AFFINE_UFUNCS, affine_spec
-from dfits.array.lazy import (
+from dfits.stored.affine import AFFINE_UFUNCS, affine_spec
+from dfits.stored.lazy import (
     RULES,
     Deviation,
     Lazy,
@@ -47,7 +47,7 @@ from dfits.array.lazy import (
     deviation_of,
     materialize,
 )
-from dfits.array.recognised import ChunkFlags, c_strides
+from dfits.stored.recognised import ChunkFlags, c_strides
 
 __all__ = ["StoredChunk"]
 
@@ -123,7 +123,7 @@ class StoredChunk(Lazy):
     # The layout attributes describe the array the chunk stands for (its decoded values, a
     # fresh read-only C-ordered array of its own), so they are answered without decoding:
     # dask's ``getitem`` asks ``flags.owndata`` of every chunk slice (a trick listed in
-    # :mod:`dfits.array.recognised`).
+    # :mod:`dfits.stored.recognised`).
     @property
     def flags(self) -> Any:
         return self._values.flags if self._owned else ChunkFlags(self)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.partials import as_partial
+from dfits.stored.partials import as_partial
 
 __all__ = ["axes_of", "finish", "keepdims_partial", "shape_out"]
 
@@ -45,5 +45,5 @@ def finish(value: Any, dtype: Any, out: Any) -> Any:
 
 def keepdims_partial(value: Any, keepdims: bool, out: Any) -> Any:
     """Mark a large keepdims result (how dask's chunk step calls) as a sum partial, so that
-    concatenations of such partials are stacked lazily (see :mod:`dfits.array.partials`)."""
+    concatenations of such partials are stacked lazily (see :mod:`dfits.stored.partials`)."""
     return as_partial(value) if keepdims and out is None else value

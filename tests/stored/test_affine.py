@@ -12,11 +12,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dfits import kernels
-from dfits.array.affine import affine_spec
-from dfits.array.lazy import Deviation
-from dfits.array.nanmask import NanMask
-from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
+from dfits.stored.affine import affine_spec
+from dfits.stored.lazy import Deviation
+from dfits.stored.nanmask import NanMask
+from dfits.stored.stored import StoredChunk
 from tests.array.helpers import encoded_case, reader_of, sampled_pairs, stored_sample
 
 CASES = {

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dfits.array import reader
-from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
+from dfits.stored.stored import StoredChunk
 from tests.array.helpers import encoded_case, stored_sample
 
 #: (BITPIX, BSCALE, BZERO, BLANK): big-endian floats, scaled integers with BLANK, unsigned

@@ -1,10 +1,10 @@
 """Lazy values of stored chunks: arrays worked out only when something needs their values.
 
-A stored chunk (:mod:`dfits.array.stored`) answers some numpy calls with a lazy value instead
+A stored chunk (:mod:`dfits.stored.stored`) answers some numpy calls with a lazy value instead
 of decoding: ``x - m`` and ``x ** 2`` give a :class:`Deviation` whose squared sum the moments
-kernel answers, comparisons give threshold cuts (:mod:`dfits.array.cuts`), ``isnan`` gives a
-NaN mask (:mod:`dfits.array.nanmask`). Each is a :class:`LazyValues`: the few numpy functions
-in its class's ``handlers`` table (filled from :mod:`dfits.array.recognised`) run a fused
+kernel answers, comparisons give threshold cuts (:mod:`dfits.stored.cuts`), ``isnan`` gives a
+NaN mask (:mod:`dfits.stored.nanmask`). Each is a :class:`LazyValues`: the few numpy functions
+in its class's ``handlers`` table (filled from :mod:`dfits.stored.recognised`) run a fused
 kernel; anything else works out numpy's own
 result once, and from then on that plain array *is* the value (attributes, methods, ``out=``
 and ``__setitem__`` act on it, as on an ndarray).
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 #: ufunc -> rules ``(lazy, inputs) -> lazy result or None`` for ``ufunc(*inputs)`` calls on
-#: stored chunks and lazy values, filled from :data:`dfits.array.recognised.UFUNC_RULES`
+#: stored chunks and lazy values, filled from :data:`dfits.stored.recognised.UFUNC_RULES`
 RULES: dict[Any, list[Callable[..., Any]]] = {}
 
 
@@ -38,7 +38,7 @@ class Lazy(NDArrayOperatorsMixin):
 
     __slots__ = ()
     #: numpy function -> handler with numpy's signature, answered without decoding; each
-    #: class has its own, filled by :func:`dfits.array.recognised.install` and nothing else
+    #: class has its own, filled by :func:`dfits.stored.recognised.install` and nothing else
     handlers: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
 
     def values(self) -> np.ndarray:
@@ -154,7 +154,7 @@ class Deviation(OfChunk):
     and ``x ** 2`` is a deviation about 0.
 
     ``chunk`` is a stored chunk, or the values inside a threshold cut
-    (:class:`~dfits.array.cuts.CutValues`, NaN or 0 elsewhere): anything with ``shape``,
+    (:class:`~dfits.stored.cuts.CutValues`, NaN or 0 elsewhere): anything with ``shape``,
     ``ndim``, ``dtype`` and ``decode()``. ``centre`` is a scalar or an array that
     broadcasts against the chunk.
     """

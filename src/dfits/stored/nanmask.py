@@ -19,15 +19,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array import passes
-from dfits.array.cuts import CutValues, same_values
-from dfits.array.handlers import deviation_sum
-from dfits.array.lazy import Deviation, OfChunk, _is_basic
-from dfits.array.lazy import materialize as _materialize
-from dfits.array.results import finish, keepdims_partial, shape_out
-from dfits.array.stored import StoredChunk
+from dfits.stored import passes
+from dfits.stored.cuts import CutValues, same_values
+from dfits.stored.handlers import deviation_sum
+from dfits.stored.lazy import Deviation, OfChunk, _is_basic
+from dfits.stored.lazy import materialize as _materialize
+from dfits.stored.results import finish, keepdims_partial, shape_out
+from dfits.stored.stored import StoredChunk
 
-# the handlers are named in dfits.array.recognised, which installs them
+# the handlers are named in dfits.stored.recognised, which installs them
 __all__ = ["NanMask", "NanZeroed", "isnan_rule", "nan_zeroed"]
 
 
@@ -35,7 +35,7 @@ class NanMask(OfChunk):
     """``np.isnan(chunk)`` (``valid=False``) or ``~np.isnan(chunk)`` (``valid=True``).
 
     ``chunk`` is a stored chunk or the NaN-filled values of a threshold cut
-    (``x.where(x > t)``, :mod:`dfits.array.cuts`).
+    (``x.where(x > t)``, :mod:`dfits.stored.cuts`).
     """
 
     __slots__ = ("chunk", "dtype", "valid")
@@ -95,7 +95,7 @@ class NanMask(OfChunk):
 class NanZeroed(OfChunk):
     """A stored chunk whose missing values (NaN, BLANK) read as ``zero`` (0 or -0.0).
 
-    ``chunk`` may also be a square of one (a :class:`~dfits.array.stored.Deviation`).
+    ``chunk`` may also be a square of one (a :class:`~dfits.stored.stored.Deviation`).
     """
 
     __slots__ = ("chunk", "zero")

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from dask.array.core import _concatenate2
 
-from dfits.array import partials, reader
-from dfits.array.partials import PartialStack, SumPartial, as_partial, concatenate_partials
+from dfits.array import reader
+from dfits.stored import partials
+from dfits.stored.partials import PartialStack, SumPartial, as_partial, concatenate_partials
 from tests.array.helpers import float32_cube
 
 

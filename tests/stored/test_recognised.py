@@ -1,4 +1,4 @@
-"""Each row of :mod:`dfits.array.recognised`, run through the real dask / xarray call.
+"""Each row of :mod:`dfits.stored.recognised`, run through the real dask / xarray call.
 
 Every pattern runs its library call on a dfits array, counts the kernel passes and decodes
 per chunk, and compares the values with numpy's on the decoded data. A dask or xarray
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dfits.array import recognised
-from dfits.array.recognised import PATTERNS, TRICKS
+from dfits.stored import recognised
+from dfits.stored.recognised import PATTERNS, TRICKS
 from tests.array.helpers import encoded_case, float32_cube, stored_sample
 
 KERNELS = ("sum_count", "integer_sum", "moments", "extrema", "band_sum_count", "band_moments")
@@ -193,9 +193,9 @@ def test_pattern_runs_its_passes_and_matches_numpy(arrays, counted, pattern):
 
 
 def test_install_fills_every_table_from_the_rows():
-    from dfits.array.cuts import Cut
-    from dfits.array.lazy import RULES
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.cuts import Cut
+    from dfits.stored.lazy import RULES
+    from dfits.stored.stored import StoredChunk
 
     recognised.install()
     assert len(StoredChunk.handlers) == 23
@@ -216,7 +216,7 @@ def test_every_trick_names_a_test_that_exists():
 def test_trick_flags_without_decoding(arrays, counted, monkeypatch):
     """dask's getitem asks ``flags.owndata`` of every chunk slice: answered without decoding,
     true of the decoded values; answered by decoding (the fallback), each slice decodes."""
-    from dfits.array.stored import StoredChunk
+    from dfits.stored.stored import StoredChunk
 
     x, ref = arrays["f"]
     got = x[:, 1:4].sum(axis=0).compute()
@@ -239,7 +239,7 @@ def test_trick_flags_without_decoding(arrays, counted, monkeypatch):
 def test_trick_count_cast_stays_broadcast(tmp_path, monkeypatch):
     """dask's moment_chunk casts its count to int64: a broadcast stays one (the fallback is a
     fresh int64 map per chunk)."""
-    from dfits.array import partials
+    from dfits.stored import partials
 
     casts = []
     real = recognised.count_cast

@@ -4,9 +4,9 @@ Each handler has numpy's signature and numpy's result semantics (dtype, NaN prop
 ``keepdims``), so dask's chunk, combine and aggregate steps (or anything else calling numpy
 on a chunk) cannot tell a stored chunk from a decoded one. Sums of floating data accumulate
 in float64 (more accurate than numpy's float32 pairwise sum) and come back in the dtype asked
-for. Kernel passes are memoised on the chunk (:mod:`dfits.array.passes`): a count then a sum,
+for. Kernel passes are memoised on the chunk (:mod:`dfits.stored.passes`): a count then a sum,
 a mean then a variance, or an extreme then its index read the stored bytes once or twice,
-never more, whoever asks. :mod:`dfits.array.recognised` says which numpy function each
+never more, whoever asks. :mod:`dfits.stored.recognised` says which numpy function each
 handler answers.
 """
 
@@ -17,12 +17,12 @@ import warnings
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array import passes
-from dfits.array.lazy import Deviation, materialize
-from dfits.array.results import axes_of, finish, keepdims_partial, shape_out
-from dfits.array.stored import StoredChunk
+from dfits.stored import passes
+from dfits.stored.lazy import Deviation, materialize
+from dfits.stored.results import axes_of, finish, keepdims_partial, shape_out
+from dfits.stored.stored import StoredChunk
 
-# the handlers are named in dfits.array.recognised, which installs them
+# the handlers are named in dfits.stored.recognised, which installs them
 __all__ = ["count", "deviation_sum", "moment_stat", "with_nan"]
 
 

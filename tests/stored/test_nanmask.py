@@ -11,9 +11,9 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array.nanmask import NanMask, NanZeroed, nan_zeroed
-from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
+from dfits.stored.nanmask import NanMask, NanZeroed, nan_zeroed
+from dfits.stored.stored import StoredChunk
 from tests.array.helpers import encoded_case, replan, stored_sample
 from tests.profiles import examples
 

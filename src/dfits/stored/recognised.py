@@ -1,12 +1,12 @@
 """What a stored chunk recognises: the one table of numpy calls answered from a kernel pass.
 
 dask and xarray reduce a dfits array by calling numpy on each chunk. A
-:class:`~dfits.array.stored.StoredChunk` answers some of those calls from one fused kernel
+:class:`~dfits.stored.stored.StoredChunk` answers some of those calls from one fused kernel
 pass over its stored bytes instead of decoding; everything else decodes and is numpy's.
 This module lists, as data:
 
 * :data:`PATTERNS`: every call pattern answered from a pass, with the public library call
-  that produces it and the kernel passes it costs per chunk. ``tests/array/test_recognised.py``
+  that produces it and the kernel passes it costs per chunk. ``tests/stored/test_recognised.py``
   runs each library call on a dfits array and counts passes and decodes, so a dask or
   xarray release that changes how it calls numpy fails by the pattern's name;
 * :data:`HANDLERS` and :data:`UFUNC_RULES`: the handler behind each numpy function and
@@ -132,7 +132,7 @@ _S, _CV, _M = "stored:StoredChunk", "cuts:CutValues", "nanmask:NanMask"
 _MAX, _MIN = {"want_max": True}, {"want_max": False}
 
 #: (lazy class, numpy functions, handler, keyword arguments bound to the handler); names
-#: are ``module:attribute`` in :mod:`dfits.array`, resolved by :func:`install`
+#: are ``module:attribute`` in :mod:`dfits.stored`, resolved by :func:`install`
 HANDLERS: tuple[tuple[str, tuple[str, ...], str, dict[str, Any]], ...] = (
     _h(_S, "ndim", "handlers:ndim"),
     _h(_S, "shape", "handlers:shape"),
@@ -206,7 +206,7 @@ def _resolve(name: str) -> Any:
     # by name, so that this module imports nothing of the wing (stored chunks and partials
     # import the tricks below from it)
     module, attr = name.split(":")
-    return getattr(importlib.import_module(f"dfits.array.{module}"), attr)
+    return getattr(importlib.import_module(f"dfits.stored.{module}"), attr)
 
 
 @functools.cache
@@ -244,7 +244,7 @@ TRICKS: tuple[Trick, ...] = (
         "dask.array.chunk.getitem asks flags.owndata of every chunk slice (and copies one that "
         "does not own its data): answered as chunk.decode() has them (C-contiguous, owning, "
         "read-only), without decoding",
-        "tests/array/test_recognised.py::test_trick_flags_without_decoding",
+        "tests/stored/test_recognised.py::test_trick_flags_without_decoding",
     ),
     Trick(
         "base-of-views",
@@ -259,7 +259,7 @@ TRICKS: tuple[Trick, ...] = (
         "SumPartial.astype (count_cast)",
         "dask's moment_chunk casts its count to int64; a count that is one value everywhere "
         "(a read-only broadcast) stays a broadcast instead of a fresh map per chunk",
-        "tests/array/test_recognised.py::test_trick_count_cast_stays_broadcast",
+        "tests/stored/test_recognised.py::test_trick_count_cast_stays_broadcast",
     ),
 )
 

@@ -13,7 +13,7 @@ sees the previous one's result:
 * sums, counts and means of those run the band kernel (:mod:`dfits.kernels.bands`) on the
   stored bytes: one pass gives the sums and counts that ``nansum``, xarray's skipping ``sum``
   (``where(isnan(y), 0, y)``), ``count`` and ``mean`` ask for;
-* variances: ``values - mean`` is a lazy :class:`~dfits.array.lazy.Deviation` whose
+* variances: ``values - mean`` is a lazy :class:`~dfits.stored.lazy.Deviation` whose
   squared sum is ``M2 + n (mean - c)²``, with ``(n, mean, M2)`` of the values inside the
   cut from one pass of the banded moments kernel (pooled with the zeros outside it, when
   zero-filled).
@@ -30,10 +30,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dfits._lazy import kernels
-from dfits.array.lazy import OfChunk, _is_basic, deviation_of
-from dfits.array.lazy import materialize as _materialize
-from dfits.array.stored import StoredChunk
-from dfits.array.thresholds import COMPARISONS, FLIPPED, comparison_band
+from dfits.stored.lazy import OfChunk, _is_basic, deviation_of
+from dfits.stored.lazy import materialize as _materialize
+from dfits.stored.stored import StoredChunk
+from dfits.stored.thresholds import COMPARISONS, FLIPPED, comparison_band
 
 __all__ = ["Cut", "CutValues", "comparison_band", "comparison_rule", "cut_of", "cut_values"]
 

@@ -12,9 +12,9 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfits.array.cuts import Cut, CutValues
-from dfits.array.stored import StoredChunk
-from dfits.array.thresholds import comparison_band
+from dfits.stored.cuts import Cut, CutValues
+from dfits.stored.stored import StoredChunk
+from dfits.stored.thresholds import comparison_band
 from tests.array.helpers import encoded_case, replan, sampled_pairs, stored_sample
 from tests.profiles import examples
 
@@ -362,7 +362,7 @@ def test_cut_objects_reach_the_reduction(case):
 def test_squared_deviations_of_cut_values(case, no_decode, skipna):
     """``Σ (values - c)²`` over a cut's values, for any centre: NaN outside the cut is
     skipped or makes the slice NaN, as numpy's sum of the decoded values does."""
-    from dfits.array.stored import Deviation
+    from dfits.stored.stored import Deviation
 
     x, ref = case
     t = _threshold(ref)

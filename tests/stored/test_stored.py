@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dfits.array import reader
-from dfits.array.stored import StoredChunk
 from dfits.format.dtypes import parse_decode_spec
+from dfits.stored.stored import StoredChunk
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dfits.array.lazy import LazyValues
-from dfits.array.recognised import count_cast
+from dfits.stored.lazy import LazyValues
+from dfits.stored.recognised import count_cast
 
 __all__ = [
     "STACK_MIN_BYTES",
@@ -50,7 +50,7 @@ class SumPartial(np.ndarray):
         return func(*_plain_all(args), **_plain_all(kwargs))
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> np.ndarray:  # type: ignore[override]
-        # a trick listed in dfits.array.recognised: dask's moment_chunk casts its count
+        # a trick listed in dfits.stored.recognised: dask's moment_chunk casts its count
         cast = count_cast(self, dtype, *args, **kwargs)
         if cast is not None:
             return as_partial(cast)
