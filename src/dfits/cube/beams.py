@@ -56,13 +56,14 @@ def _header_beam(obj: xr.DataArray, header: Any) -> Any:
 
 def _beam_table(obj: xr.DataArray) -> Any:
     """The HDU of the file's ``BEAMS`` table, or None."""
-    import dfits
+    # dfits.file, not the package root: the root gathers every layer, cube's upper ones too
+    from dfits.file import open as open_fits
 
     source = beam_source(obj)
     if source is None:
         return None
     # Opened afresh (headers only): the xarray layer's cache of open files is above this one.
-    f = dfits.open(source[0], storage_options=source[1])
+    f = open_fits(source[0], storage_options=source[1])
     for hdu in f:
         if hdu.is_table and str(hdu.header.get("EXTNAME", "")).strip().upper() == "BEAMS":
             return hdu

@@ -56,12 +56,12 @@ def fits_to_zarr(
     import dask.array as da
     import zarr
 
-    import dfits
+    from dfits.file import open as open_fits
 
     target = os.fspath(dst)
     if os.path.exists(target) and not overwrite:
         raise OutputExistsError(f"{where(target)}: exists; pass overwrite=True to replace it")
-    f = dfits.open(src)
+    f = open_fits(src)
     images = _images(f)
     group = zarr.open_group(target, mode="w" if overwrite else "w-")
     group.attrs["fits_hdus"] = [f"hdu{h.index}" for h in images]
@@ -129,8 +129,8 @@ def fits_to_fits(
     to ``dst``, as fpack does; each keeps its cards but the mandatory and scaling ones (a
     scaled image is written as its physical values). Tables raise before anything is written.
     """
-    import dfits
+    from dfits.file import open as open_fits
     from dfits.write.api import hdu_item
 
-    items = [hdu_item(hdu) for hdu in _images(dfits.open(src))]
+    items = [hdu_item(hdu) for hdu in _images(open_fits(src))]
     return _write(items, dst, False, overwrite, compression)
