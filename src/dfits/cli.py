@@ -217,6 +217,28 @@ def _add_progress_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_moment(sub: Any) -> None:
+    """The ``moment`` subcommand's arguments (its options are most of the CLI's)."""
+    p = sub.add_parser("moment", help="moment map (0, 1, 2) along the spectral axis")
+    p.add_argument("file")
+    p.add_argument("--order", type=int, default=0)
+    p.add_argument("--out", required=True, help="output FITS file (written atomically)")
+    p.add_argument("--hdu", help="default: the first image HDU with data")
+    p.add_argument(
+        "--axis", type=int, help="numpy axis of the spectrum (default: the WCS's spectral axis)"
+    )
+    p.add_argument("--clip", type=float, help="ignore values below this threshold")
+    p.add_argument("--unit", help="spectral unit of the map, e.g. km/s, GHz, um (default: WCS's)")
+    p.add_argument(
+        "--velocity-convention",
+        choices=["radio", "optical", "relativistic"],
+        help="how frequencies become velocities (needed with --unit km/s on a FREQ axis)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    _add_progress_flags(p)
+    p.set_defaults(func=_cmd_moment)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dfits", description="Huge FITS files, lazily.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -238,24 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_progress_flags(p)
     p.set_defaults(func=_cmd_stats)
 
-    p = sub.add_parser("moment", help="moment map (0, 1, 2) along the spectral axis")
-    p.add_argument("file")
-    p.add_argument("--order", type=int, default=0)
-    p.add_argument("--out", required=True, help="output FITS file (written atomically)")
-    p.add_argument("--hdu", help="default: the first image HDU with data")
-    p.add_argument(
-        "--axis", type=int, help="numpy axis of the spectrum (default: the WCS's spectral axis)"
-    )
-    p.add_argument("--clip", type=float, help="ignore values below this threshold")
-    p.add_argument("--unit", help="spectral unit of the map, e.g. km/s, GHz, um (default: WCS's)")
-    p.add_argument(
-        "--velocity-convention",
-        choices=["radio", "optical", "relativistic"],
-        help="how frequencies become velocities (needed with --unit km/s on a FREQ axis)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    _add_progress_flags(p)
-    p.set_defaults(func=_cmd_moment)
+    _add_moment(sub)
 
     p = sub.add_parser(
         "convert", help="FITS images to a zarr group (out.zarr), or back; or tile-compressed"
