@@ -3,6 +3,7 @@
     python benchmarks/spectral.py --shape 256,1024,1024 [--runs 5] [--tmpdir DIR]
         [--cases moments,slab0,convolve] [--cases-extra] [--once convolve]
         [--convolve-channels 16] [--tools dfits,spectral-cube,spectral-cube-dask]
+    python benchmarks/spectral.py --shape 256,1024,1024 --cases peakvel,madstd  # issue 43
 
 Cases, each counting the whole call (open, ``with_spectral_unit("km/s", "radio")``, the maps):
 ``moments``: moment-0 (Σ I·Δv, Jy/beam·km/s), moment-1 and moment-2 as the line width σ, both
@@ -15,6 +16,22 @@ map kept). ``--cases-extra`` adds ``moment01`` (moments 0 and 1: the issue's ref
 figure) and ``sigma`` (moment 2 alone). Tools: ``dfits`` (``xr.open_dataarray(engine=
 "dfits")`` and the accessor), ``spectral-cube`` (``SpectralCube.read``, eager) and
 ``spectral-cube-dask`` (``use_dask=True``).
+
+Issue 43's figures, chosen with ``--cases``: ``peakvel``, the peak-velocity map (open,
+``with_spectral_unit("km/s", "radio")``, the map): dfits' ``v.fits.peak_velocity()``;
+``dfits-reduce``, the same open and unit, then ``v.fits.reduce("nanargmax", "vrad")`` (the
+channel indices: the issue bounds peak_velocity at 1.2x its time; they become velocities
+after the clock stops, for the check); spectral-cube's ``argmax_world(axis=0)`` (with
+``allow_huge_operations``), eager and ``use_dask``. dfits rows time ``.data.compute()``,
+the map's values only: a DataArray's ``.compute()`` would also compute its 2-D ra/dec
+coordinates. The cube has no all-NaN spectrum (channels 0-1 are NaN everywhere, never a
+whole spectrum), which matters: ``reduce``'s ``nanargmax`` raises on one, as numpy does
+(it has no option for it), while ``peak_velocity`` gives NaN there, as ``argmax_world``
+does. ``madstd``: the robust σ of the whole cube, dfits' ``cube.fits.mad_std()`` (open, then
+``.data.compute()``; the run also checks it is lazy: a dask array, and no dask compute ran
+before ``.compute()``) against ``astropy``: ``mad_std(fits.getdata(path), ignore_nan=True)``,
+the read included (getdata memory-maps the file; mad_std's nanmedian reads and copies it).
+Each case runs only the tools of ``--tools`` that apply to it (:data:`CASE_TOOLS`).
 
 Run time: convolving one 1024² plane costs every tool ~0.5–1.5 s (convolve_fft pads it to
 2048², NaN interpolation doubles the transforms), so all 256 channels at 5 rounds would take
@@ -37,6 +54,9 @@ threads + 200 MB. Rounds are interleaved across tools; tables give medians. Each
 are checked against spectral-cube's eager ones where both are finite: rtol 1e-4, or 1e-6 of
 the map's largest value where moment-0 crosses zero in the noise (after convolution the
 tools' FFT round-off differs by ~1e-7 of the peak; spectral-cube's two modes differ as much).
+Peak velocities must equal spectral-cube's to rtol 1e-12 / atol 1e-9 km/s with NaN at the
+same pixels; mad_std must equal astropy's to 1e-6 relative. The report ends with the ratios
+the issues ask for and each dfits case's peak RSS against the bound.
 """
 
 from __future__ import annotations
@@ -57,7 +77,14 @@ CASES = ("moments", "slab0", "convolve")
 EXTRA_CASES = ("moment01", "sigma")
 #: the beam written into the benchmark cube (degrees): 4 × 3 pixels of 1e-4 deg
 BEAM = (("BMAJ", 4.0e-4), ("BMIN", 3.0e-4), ("BPA", 30.0))
-TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask")
+#: issue 43's figures (peak_velocity, the global mad_std), chosen with ``--cases``
+FIGURE_CASES = ("peakvel", "madstd")
+TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask", "dfits-reduce", "astropy")
+MAP_TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask")
+#: the tools a case runs (those of --tools it names), and the one the others are checked against
+CASE_TOOLS = {"peakvel": ("dfits", "dfits-reduce", "spectral-cube", "spectral-cube-dask"),
+              "madstd": ("dfits", "astropy")}  # fmt: skip
+ORACLES = {"madstd": "astropy"}
 
 WORKER = r"""
 import json, sys, time
@@ -71,15 +98,33 @@ def wider(b):
 def middle(n):  # the channels the convolve case convolves: int(nconv) in the band's middle
     k = min(int(nconv), n)
     return slice((n - k) // 2, (n - k) // 2 + k)
-if tool == "dfits":
+seen = {}  # what the run saw, for after the clock: the velocity axis, mad_std's laziness
+if tool.startswith("dfits"):
     import dask, xarray as xr, dfits
+    from dask.callbacks import Callback
+    def peaks(v):  # .data: a DataArray's .compute() would also compute its 2-D ra/dec
+        if tool == "dfits":
+            return [np.asarray(v.fits.peak_velocity().data.compute())]
+        dim = v.fits.spectral_dim
+        seen["axis"] = v[dim].values  # indices -> velocities after the clock, for the check
+        return [np.asarray(v.fits.reduce("nanargmax", dim).data.compute())]
+    def mad(cube):  # lazy: a dask array, and no dask compute runs until .compute()
+        ran = []
+        with Callback(start=lambda dsk: ran.append(1)):
+            m = cube.fits.mad_std()
+        seen["lazy"] = isinstance(m.data, dask.array.Array) and not ran
+        return [np.asarray(m.data.compute())]
     def run():
         cube = xr.open_dataarray(path, engine="dfits")
+        if case == "madstd":
+            return mad(cube)
         if case == "convolve":
             dim = cube.fits.spectral_dim
             cube = cube.isel({dim: middle(cube.sizes[dim])})
             cube = cube.fits.convolve_to(wider(cube.fits.beam), convolve=convolve_fft)
         v = cube.fits.with_spectral_unit("km/s", velocity_convention="radio")
+        if case == "peakvel":
+            return peaks(v)
         if case == "slab0":
             vals = v["vrad"].values
             n = vals.size
@@ -88,6 +133,11 @@ if tool == "dfits":
         maps = {"moment01": m0 + [v.fits.moment(1)], "sigma": [v.fits.moment(2)],
                 "moments": m0 + [v.fits.moment(1), v.fits.moment(2)]}.get(case, m0)
         return [np.asarray(m) for m in dask.compute(*[m.data for m in maps])]
+elif tool == "astropy":
+    from astropy.io import fits
+    from astropy.stats import mad_std
+    def run():  # the read included: getdata memory-maps the file, nanmedian reads a copy
+        return [np.asarray(mad_std(fits.getdata(path), ignore_nan=True))]
 else:
     import warnings
     warnings.simplefilter("ignore")
@@ -98,6 +148,9 @@ else:
             sc = sc[middle(sc.shape[0])]
             sc = sc.convolve_to(wider(sc.beam), convolve=convolve_fft)
         sc = sc.with_spectral_unit(u.km / u.s, velocity_convention="radio")
+        if case == "peakvel":
+            sc.allow_huge_operations = True  # else argmax refuses a cube over 1e8 values
+            return [np.asarray(sc.argmax_world(axis=0).to(u.km / u.s).value)]
         if case == "slab0":
             ax = sc.spectral_axis
             n = ax.size
@@ -111,13 +164,15 @@ t0 = time.perf_counter(); first = run(); t1 = time.perf_counter()
 if once != "1":
     run()
 t2 = time.perf_counter()
+if "axis" in seen:
+    first = [seen["axis"][first[0]]]
 np.save(out, np.stack(first))
 # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it would include the
 # benchmark parent's resident pages at fork
 with open("/proc/self/status") as fh:
     rss = int(next(x for x in fh if x.startswith("VmHWM:")).split()[1]) / 1024
 again = None if once == "1" else t2 - t1
-print(json.dumps({"first": t1 - t0, "again": again, "rss_mib": rss}))
+print(json.dumps({"first": t1 - t0, "again": again, "rss_mib": rss, "lazy": seen.get("lazy")}))
 """
 
 
@@ -141,6 +196,7 @@ def run_once(
     tool: str, case: str, path: Path, out: Path, once: bool = False, nconv: int = 16
 ) -> dict:
     cache(path)
+    out.unlink(missing_ok=True)  # a failed run must not leave an earlier run's values to check
     argv = [tool, case, str(path), str(out), "1" if once else "0", str(nconv)]
     proc = subprocess.run(
         [sys.executable, "-c", WORKER, *argv],
@@ -161,29 +217,56 @@ def agrees(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4) -> bool:
     return bool(np.allclose(got[both], want[both], rtol=rtol, atol=atol))
 
 
+def same_peaks(got: np.ndarray, want: np.ndarray) -> bool:
+    """Peak velocities: NaN at the same pixels, elsewhere within rtol 1e-12 / atol 1e-9 km/s
+    (the same channel picked: neighbouring channels are ~0.65 km/s apart)."""
+    if got.shape != want.shape:
+        return False
+    nan = np.isnan(want)
+    close = np.allclose(got[~nan], want[~nan], rtol=1e-12, atol=1e-9)
+    return bool(np.array_equal(np.isnan(got), nan) and close)
+
+
+def same_value(got: np.ndarray, want: np.ndarray) -> bool:
+    """The robust σ: equal to 1e-6 relative."""
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-6, atol=0))
+
+
+#: each case's check against its oracle's values (the moment maps': :func:`agrees`)
+CHECKS = {"peakvel": same_peaks, "madstd": same_value}
+
+
+def case_tools(case: str, tools) -> list[str]:
+    """The tools of ``tools`` that ``case`` runs, in their order."""
+    return [t for t in tools if t in CASE_TOOLS.get(case, MAP_TOOLS)]
+
+
 def measure(path: Path, cases, tools, runs: int, tmpdir: Path, once=(), nconv: int = 16) -> dict:
-    """``{case: {tool: {"first": [...], "again": [...], "rss_mib": [...], "ok": bool}}}``."""
+    """``{case: {tool: {"first": [...], "again": [...], "rss_mib": [...], "ok": bool}}}``
+    (and ``"lazy": [...]`` where the run says whether its result was lazy)."""
     results: dict = {}
     for case in cases:
-        if "dfits" in tools:  # untimed: fills Numba's on-disk cache for the fresh processes
+        mine = case_tools(case, tools)
+        if "dfits" in mine:  # untimed: fills Numba's on-disk cache for the fresh processes
             run_once("dfits", case, path, tmpdir / "warmup.npy", True, nconv)
         table = results.setdefault(case, {t: {"first": [], "again": [], "rss_mib": []}
-                                          for t in tools})  # fmt: skip
+                                          for t in mine})  # fmt: skip
         for r in range(runs):
-            for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
+            for tool in mine[r % len(mine) :] + mine[: r % len(mine)]:
                 out = tmpdir / f"{case}-{tool}.npy"
                 got = run_once(tool, case, path, out, case in once, nconv)
                 if "error" in got:
                     table[tool]["error"] = got["error"]
                     continue
-                for key in ("first", "again", "rss_mib"):
-                    if got[key] is not None:
-                        table[tool][key].append(got[key])
-        oracle = tmpdir / f"{case}-spectral-cube.npy"
-        for tool in tools:
-            mine = tmpdir / f"{case}-{tool}.npy"
-            if oracle.exists() and mine.exists():
-                table[tool]["ok"] = agrees(np.load(mine), np.load(oracle))
+                for key in ("first", "again", "rss_mib", "lazy"):
+                    if got.get(key) is not None:
+                        table[tool].setdefault(key, []).append(got[key])
+        oracle = tmpdir / f"{case}-{ORACLES.get(case, 'spectral-cube')}.npy"
+        check = CHECKS.get(case, agrees)
+        for tool in mine:
+            out = tmpdir / f"{case}-{tool}.npy"
+            if oracle.exists() and out.exists():
+                table[tool]["ok"] = check(np.load(out), np.load(oracle))
     return results
 
 
@@ -191,17 +274,44 @@ def _median(values: list[float], fmt: str) -> str:
     return format(statistics.median(values), fmt) if values else "n/a"
 
 
+#: issue 43's goals: dfits at least this many times as fast as the tool
+GOALS = {("peakvel", "spectral-cube"): 3.0, ("madstd", "astropy"): 2.0}
+#: ... and peak_velocity at most this many times dfits-reduce's time
+REDUCE_BOUND = 1.2
+
+
 def _speedups(case: str, table: dict) -> list[str]:
-    """The issue's goals: dfits against each spectral-cube mode, warm and in a fresh process."""
+    """The issues' goals: dfits against each other tool, warm and in a fresh process."""
     mine = table.get("dfits", {})
     lines = []
     for tool, key in (("spectral-cube", "again"), ("spectral-cube-dask", "again"),
-                      ("spectral-cube", "first")):  # fmt: skip
+                      ("spectral-cube", "first"), ("astropy", "again"),
+                      ("astropy", "first")):  # fmt: skip
         theirs = table.get(tool, {}).get(key)
         if mine.get(key) and theirs:
             ratio = statistics.median(theirs) / statistics.median(mine[key])
             when = "warm" if key == "again" else "fresh process"
-            lines.append(f"- {case}: dfits is {ratio:.1f}x {tool} ({when})")
+            goal = GOALS.get((case, tool))
+            want = f"; issue 43: >= {goal:g}x" if goal else ""
+            lines.append(f"- {case}: dfits is {ratio:.1f}x {tool} ({when}{want})")
+    return lines
+
+
+def _figures(case: str, table: dict, bound: float | None) -> list[str]:
+    """peak_velocity's time over reduce's, mad_std's laziness, dfits' peak RSS and bound."""
+    mine, lines = table.get("dfits", {}), []
+    for key, when in (("again", "warm"), ("first", "fresh process")):
+        theirs = table.get("dfits-reduce", {}).get(key)
+        if mine.get(key) and theirs:
+            ratio = statistics.median(mine[key]) / statistics.median(theirs)
+            lines.append(f"- {case}: dfits takes {ratio:.2f}x the time of dfits-reduce "
+                         f"({when}; issue 43: <= {REDUCE_BOUND}x)")  # fmt: skip
+    if mine.get("lazy"):
+        lines.append(f"- {case}: dfits' result lazy until .compute(): {all(mine['lazy'])}")
+    if bound is not None and mine.get("rss_mib"):
+        rss = statistics.median(mine["rss_mib"])
+        within = "within" if rss <= bound else "OVER"
+        lines.append(f"- {case}: dfits peak RSS {rss:.0f} MiB, {within} the bound {bound:.0f} MiB")
     return lines
 
 
@@ -230,7 +340,7 @@ def report(results: dict, shape, nbytes: int, bound: tuple[float, int, int] | No
                 f"{_median(row['again'], '.2f')} | {_median(row['rss_mib'], '.0f')} | "
                 f"{row.get('ok', '')} |"
             )
-        ratios += _speedups(case, table)
+        ratios += _speedups(case, table) + _figures(case, table, bound and bound[0])
     if bound is not None:
         mib, chunk, threads = bound
         lines += ["", f"dfits RSS bound: 2 x chunk ({chunk / 2**20:.0f} MiB) x {threads} threads "
@@ -242,7 +352,7 @@ def main(argv: list[str] | None = None) -> str:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", default="256,1024,1024")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--cases", default=",".join(CASES), help=f"of {CASES + FIGURE_CASES}")
     p.add_argument("--tools", default=",".join(TOOLS))
     p.add_argument("--cases-extra", action="store_true", help=f"also {EXTRA_CASES}")
     p.add_argument("--once", default="convolve", help="cases timed once per process")
@@ -256,6 +366,9 @@ def main(argv: list[str] | None = None) -> str:
     cases = [c for c in a.cases.split(",") if c] + list(EXTRA_CASES if a.cases_extra else ())
     tools = [t for t in a.tools.split(",") if t]
     once = {c for c in a.once.split(",") if c}
+    unknown = sorted({*cases} - {*CASES, *EXTRA_CASES, *FIGURE_CASES} | {*tools} - {*TOOLS})
+    if unknown:
+        p.error(f"unknown cases or tools: {', '.join(unknown)}")
     results = measure(path, cases, tools, a.runs, tmpdir, once, a.convolve_channels)
     bound = rss_bound(path) if "dfits" in tools else None
     text = report(results, shape, int(np.prod(shape)) * 4, bound)

@@ -362,6 +362,52 @@ def test_spectral_script_times_and_checks_both_tools(tmp_path):
     assert "- moments: dfits is" in text
 
 
+@pytest.mark.slow  # six fresh processes and a warm-up, as above: ~15 s
+def test_spectral_script_times_and_checks_issue_43_figures(tmp_path):
+    pytest.importorskip("spectral_cube")
+    spectral = _script("spectral")
+    cases = ["--cases", "peakvel,madstd"]
+    text = spectral.main(["--shape", "8,24,24", "--runs", "1", *cases, "--tmpdir", str(tmp_path)])
+    rows = [line for line in text.splitlines() if line.startswith(("| peakvel ", "| madstd "))]
+    assert [tuple(c.strip() for c in r.split("|")[1:3]) for r in rows] == [
+        ("peakvel", "dfits"), ("peakvel", "spectral-cube"), ("peakvel", "spectral-cube-dask"),
+        ("peakvel", "dfits-reduce"), ("madstd", "dfits"), ("madstd", "astropy"),
+    ]  # fmt: skip
+    assert all(r.rstrip(" |").endswith("True") for r in rows), text  # values agree
+    for line in (
+        "- peakvel: dfits is", "x spectral-cube (warm; issue 43: >= 3x)",
+        "the time of dfits-reduce (warm; issue 43: <= 1.2x)", "x astropy (warm; issue 43: >= 2x)",
+        "- madstd: dfits' result lazy until .compute(): True", "- madstd: dfits peak RSS",
+    ):  # fmt: skip
+        assert line in text, text
+
+
+def test_spectral_checks_and_ratios_state_issue_43_bounds():
+    spectral = _script("spectral")
+    v = np.array([[1.5, np.nan], [2.0, -3.0]])
+    assert spectral.same_peaks(v, v.copy())
+    assert not spectral.same_peaks(np.where(np.isnan(v), 0.0, v), v)  # NaN where NaN
+    assert not spectral.same_peaks(v + 1e-8, v)
+    assert spectral.same_value(np.array([2.0]), np.array([2.0 * (1 + 5e-7)]))
+    assert not spectral.same_value(np.array([2.0]), np.array([2.0 * (1 + 5e-6)]))
+    assert spectral.case_tools("madstd", spectral.TOOLS) == ["dfits", "astropy"]
+    assert spectral.case_tools("moments", spectral.TOOLS) == list(spectral.MAP_TOOLS)
+
+    def row(seconds, **kw):
+        return {"first": [seconds], "again": [seconds / 2], "rss_mib": [100.0], **kw}
+
+    results = {
+        "peakvel": {"dfits": row(1.0), "dfits-reduce": row(0.9), "spectral-cube": row(4.0)},
+        "madstd": {"dfits": row(1.0, lazy=[True]), "astropy": row(3.0)},
+    }
+    text = spectral.report(results, (2, 2, 2), 32, (150.0, 1, 2))
+    assert "- peakvel: dfits is 4.0x spectral-cube (warm; issue 43: >= 3x)" in text
+    assert "- peakvel: dfits takes 1.11x the time of dfits-reduce (warm; issue 43: <= 1.2x)" in text
+    assert "- madstd: dfits is 3.0x astropy (fresh process; issue 43: >= 2x)" in text
+    assert "- madstd: dfits' result lazy until .compute(): True" in text
+    assert "- madstd: dfits peak RSS 100 MiB, within the bound 150 MiB" in text
+
+
 def test_table_script_tools_agree(tmp_path):
     tables = _script("tables")
     path = tmp_path / "t.fits"
