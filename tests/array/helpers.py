@@ -111,3 +111,44 @@ def reader_of(x):
     from dfits.array.reader import _Regions
 
     return next(v for v in x.dask.values() if isinstance(v, _Regions))
+
+
+#: the means and spreads numpy accumulates in float64 (64-bit integer totals would wrap)
+WIDE_MOMENTS = ("mean", "nanmean", "var", "nanvar", "std", "nanstd")
+
+
+def wide_integers(dtype):
+    """A hypothesis strategy of int64 or uint64 values, mostly near the type's limits, so
+    that sums pass 2**63 (and wrap) in most draws."""
+    from hypothesis import strategies as st
+
+    info = np.iinfo(dtype)
+    quarter = (int(info.max) - int(info.min)) // 4
+    return st.one_of(
+        st.integers(int(info.max) - quarter, int(info.max)),
+        st.integers(int(info.min), int(info.min) + quarter),
+        st.integers(-1000 if info.min else 0, 1000),
+    )
+
+
+def check_wide(got, values: np.ndarray, how: str, axis=None, what: str = "") -> None:
+    """``got`` equals numpy's ``how`` of the 64-bit integers ``values`` over ``axis``.
+
+    Sums wrap as numpy's do and are compared exactly. Moments are float64 sums in another
+    order than numpy's, so they may differ by rounding: the tolerance is that of summing
+    ``n`` values of the largest magnitude (a wrapped total is off by 2**64 / n in a mean).
+    """
+    want = getattr(np, how)(values, axis=axis)
+    got = np.asarray(got)
+    if how in ("sum", "nansum"):
+        assert got.dtype == want.dtype, what
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    assert got.dtype == np.float64, what
+    n = values.size
+    big = float(np.max(np.abs(values.astype(np.float64)))) if n else 0.0
+    scale = {"mean": big, "var": big * big, "std": big}[how.removeprefix("nan")]
+    atol = 1e-12 * n * scale
+    if how.removeprefix("nan") == "std":
+        atol = np.sqrt(1e-12 * n) * big  # a sqrt of the variance's tolerance
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=atol, err_msg=what)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfits.array import AGGREGATIONS, reduce
-from tests.array.helpers import float32_cube, replan
+from tests.array.helpers import WIDE_MOMENTS, check_wide, float32_cube, replan, wide_integers
 from tests.profiles import examples
 
 ORACLES = {
@@ -129,3 +129,57 @@ def test_empty_extremes_raise_as_numpy(how):
         getattr(np, how)(np.zeros((0, 3)), axis=0)
     with pytest.raises(ValueError, match="zero-size"):
         reduce(da.zeros((0, 3)), how, axis=0)
+
+
+_WIDE_HOWS = ("sum", "nansum", *WIDE_MOMENTS)
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), dtype=st.sampled_from([np.int64, np.uint64]))
+def test_wide_integer_images_reduce_as_numpy(tmp_path, data, dtype):
+    """BITPIX 64 images (and BZERO = 2**63 unsigned ones) whose sums pass 2**63: every route
+    (numpy calls and methods on the dask array, reduce, numpy-backed blocks) gives numpy's
+    value of the decoded array, means and spreads accumulated in float64, sums wrapping."""
+    from astropy.io import fits
+
+    import dfits
+
+    shape = data.draw(st.tuples(st.integers(1, 5), st.integers(1, 6)), label="shape")
+    size = shape[0] * shape[1]
+    drawn = data.draw(st.lists(wide_integers(dtype), min_size=size, max_size=size), label="values")
+    values = np.array(drawn, dtype=dtype).reshape(shape)
+    chunks = data.draw(st.tuples(st.integers(1, shape[0]), st.integers(1, shape[1])))
+    axis = data.draw(st.sampled_from([None, 0, 1]), label="axis")
+    path = tmp_path / f"wide-{np.dtype(dtype)}-{abs(hash(values.tobytes()))}.fits"
+    fits.PrimaryHDU(values).writeto(path, overwrite=True)
+    x = dfits.open(path, chunks=chunks)[0].data
+    assert x.dtype == dtype
+    plain = da.from_array(values, chunks=chunks)
+    for how in _WIDE_HOWS:
+        routes = {
+            f"np.{how}": getattr(np, how)(x, axis=axis),
+            f"reduce {how}": reduce(x, how, axis=axis),
+            f"reduce {how} of numpy blocks": reduce(plain, how, axis=axis),
+        }
+        if not how.startswith("nan"):
+            routes[f"x.{how}()"] = getattr(x, how)(axis=axis)
+        for what, lazy in routes.items():
+            check_wide(_quiet(lazy.compute), values, how, axis, f"{what} axis={axis}")
+
+
+def test_wide_integer_means_do_not_decode(tmp_path, no_decode):
+    """The float64 sums of 64-bit integers come from a kernel pass, not a decoded chunk."""
+    from astropy.io import fits
+
+    import dfits
+
+    values = np.array([[2**62, 2**62], [2**62, -5]], np.int64)
+    fits.PrimaryHDU(values).writeto(tmp_path / "k.fits")
+    x = dfits.open(tmp_path / "k.fits", chunks=(1, 2))[0].data
+    for how in WIDE_MOMENTS:
+        check_wide(getattr(np, how)(x).compute(), values, how, what=how)
+        check_wide(reduce(x, how).compute(), values, how, what=f"reduce {how}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dfits.kernels.fieldsums import KINDS, field_sums
+from dfits.kernels.fieldsums import K_AS_FLOAT, KINDS, field_sums
 
 _STORED = {"B": ">u1", "I": ">i2", "J": ">i4", "K": ">i8", "E": ">f4", "D": ">f8"}
 
@@ -75,3 +75,14 @@ def test_field_sums_refuses_fields_past_the_row():
     rows = np.zeros((4, 8), np.uint8)
     with pytest.raises(ValueError, match="past"):
         field_sums(rows, np.array([4]), np.array([KINDS["D"]]), False)
+
+
+def test_k_as_float_sums_int64_in_float64():
+    """A mean's K field (code K_AS_FLOAT): its float64 sum, where the int64 one wraps."""
+    rows, offsets = _rows("KK", 5000, seed=7)
+    v = rows[:, offsets[0] : offsets[0] + 8].copy().view(">i8").reshape(-1)
+    counts, fsums, isums = field_sums(rows, np.array(offsets), np.array([K_AS_FLOAT, 3]), True)
+    assert counts.tolist() == [5000, 5000]
+    assert isums[0] == 0
+    np.testing.assert_allclose(fsums[0], np.sum(v.astype(np.float64)), rtol=1e-12)
+    assert fsums[1] == 0

@@ -8,9 +8,13 @@ import pickle
 import dask
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dfits
 from dfits.array.aggregations import reduce
+from tests.array.helpers import WIDE_MOMENTS, check_wide, wide_integers
+from tests.profiles import examples
 from tests.tablefiles import astropy_decoded, write_table
 
 fits = pytest.importorskip("astropy.io.fits")
@@ -201,3 +205,34 @@ def test_tnull_cells_are_nan_in_every_reduction(tmp_path):
     assert got["count"] == 1
     assert got["nansum"] == 5
     assert np.isnan(got["sum"])
+
+
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_wide_integer_columns_reduce_as_numpy(tmp_path, data):
+    """K and unsigned K columns (TZERO = 2**63) whose sums pass 2**63: hdu.aggregate (the
+    fused row pass for K, blocks for unsigned K), numpy calls and methods on hdu[name], and
+    reduce of the column give numpy's value of the decoded column."""
+    n = data.draw(st.integers(1, 12), label="rows")
+    signed = np.array(data.draw(st.lists(wide_integers(np.int64), min_size=n, max_size=n)))
+    unsigned = data.draw(st.lists(wide_integers(np.uint64), min_size=n, max_size=n))
+    unsigned = np.array(unsigned, np.uint64)
+    chunk = data.draw(st.integers(1, n), label="rows_per_chunk")
+    path = tmp_path / f"wide-{abs(hash((signed.tobytes(), unsigned.tobytes())))}.fits"
+    cols = [fits.Column("K", "K", array=signed), fits.Column("U", "K", bzero=2**63, array=unsigned)]
+    fits.BinTableHDU.from_columns(cols).writeto(path, overwrite=True)
+    hdu = dfits.open(path)[1]
+    for how in ("sum", "nansum", *WIDE_MOMENTS):
+        (got,) = dask.compute(hdu.aggregate(how, ["K", "U"], rows_per_chunk=chunk))
+        for name, values in (("K", signed), ("U", unsigned)):
+            column = hdu.column(name, rows_per_chunk=chunk)
+            assert column.dtype == values.dtype
+            check_wide(got[name], values, how, what=f"aggregate {how} {name}")
+            check_wide(getattr(np, how)(column).compute(), values, how, what=f"np.{how} {name}")
+            check_wide(reduce(column, how).compute(), values, how, what=f"reduce {how} {name}")
+            if not how.startswith("nan"):
+                check_wide(getattr(column, how)().compute(), values, how, what=f".{how} {name}")

@@ -156,8 +156,6 @@ def _routes_reduce(hdu, values: dict, chunk: int) -> None:
             continue
         (got,) = dask.compute(hdu.aggregate(how, names, rows_per_chunk=chunk))
         for name in names:
-            if _WIDE_MEAN_BUG and how in _MOMENTS and values[name].dtype in _WIDE:
-                continue  # test_mean_of_wide_integers_is_numpys (xfail) holds this case
             want = _numpy(how, values[name])
             _close(got[name], want, values[name].dtype, f"aggregate {how} {name}")
             if how != "count":
@@ -166,26 +164,37 @@ def _routes_reduce(hdu, values: dict, chunk: int) -> None:
                 _close(alone, want, values[name].dtype, f"{how}(hdu[{name!r}])")
 
 
-#: the moments of 64-bit integer columns wrap (test_mean_of_wide_integers_is_numpys)
-_WIDE_MEAN_BUG = True
-_MOMENTS = ("mean", "nanmean", "nanstd")
-_WIDE = (np.dtype(np.int64), np.dtype(np.uint64))
+_MOMENTS = ("mean", "nanmean", "var", "nanvar", "std", "nanstd")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 43: the mean and std partials sum int64/uint64 values in 64-bit integers, "
-    "which wrap; numpy accumulates them in float64 (the aggregation table's, not tables')",
-)
+@pytest.mark.parametrize("chunk", [1, 3, None], ids=lambda c: f"rows{c}")
 @pytest.mark.parametrize("how", _MOMENTS)
-def test_mean_of_wide_integers_is_numpys(tmp_path, how):
-    values = np.array([2**62, 2**62, 2**62, -5], np.int64)
-    cols = [fits.Column("K", "K", array=values)]
+def test_moments_of_wide_integers_are_numpys(tmp_path, how, chunk):
+    """Means and spreads of K and unsigned K columns whose sum passes 2**63: numpy
+    accumulates them in float64, where 64-bit integer partial sums would wrap."""
+    signed = np.array([2**62, 2**62, 2**62, -5, 2**63 - 1], np.int64)
+    unsigned = np.array([2**63, 2**64 - 1, 2**63 + 7, 2**62, 1], np.uint64)
+    cols = [
+        fits.Column("K", "K", array=signed),
+        fits.Column("uK", "K", bzero=2**63, array=unsigned),
+    ]
     fits.BinTableHDU.from_columns(cols).writeto(tmp_path / "k.fits")
     hdu = dfits.open(tmp_path / "k.fits")[1]
-    want = getattr(np, how)(values)
-    np.testing.assert_allclose(hdu.aggregate(how, ["K"])["K"].compute(), want, rtol=1e-12)
-    np.testing.assert_allclose(getattr(np, how)(hdu["K"]).compute(), want, rtol=1e-12)
+    got = dask.compute(hdu.aggregate(how, ["K", "uK"], rows_per_chunk=chunk))[0]
+    for name, values in (("K", signed), ("uK", unsigned)):
+        want = getattr(np, how)(values)
+        np.testing.assert_allclose(got[name], want, rtol=1e-12, err_msg=name)
+        column = hdu.column(name, rows_per_chunk=chunk)
+        np.testing.assert_allclose(getattr(np, how)(column).compute(), want, rtol=1e-12)
+        np.testing.assert_allclose(
+            getattr(column, how.removeprefix("nan"))().compute(),
+            getattr(np, how.removeprefix("nan"))(values),
+            rtol=1e-12,
+        )
+    # the sums themselves wrap, as numpy's do
+    sums = dask.compute(hdu.aggregate("sum", ["K", "uK"], rows_per_chunk=chunk))[0]
+    assert sums["K"] == np.sum(signed)
+    assert sums["uK"] == np.sum(unsigned)
 
 
 def _check_cells(series, values: np.ndarray, name: str) -> None:

@@ -68,7 +68,7 @@ def _entry(name: str, chunk, combine, finalize, dtype, skipna=False, positional=
 for _skip in (False, True):
     _p = "nan" if _skip else ""
     _entry(f"{_p}sum", m.sum_chunk, m.sum_combine, m.sum_finalize, m.sum_dtype, _skip)
-    _entry(f"{_p}mean", m.sum_chunk, m.sum_combine, m.mean_finalize, _float, _skip)
+    _entry(f"{_p}mean", m.mean_chunk, m.sum_combine, m.mean_finalize, _float, _skip)
     _entry(f"{_p}var", m.moment_chunk, m.moment_combine, m.var_finalize, _float, _skip)
     _entry(f"{_p}std", m.moment_chunk, m.moment_combine, m.std_finalize, _float, _skip)
     _entry(f"{_p}max", m.max_chunk, m.max_combine, m.extreme_finalize, np.dtype, _skip)

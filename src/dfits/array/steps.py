@@ -5,7 +5,8 @@ Partials are dicts of arrays with the reduced axes kept (length one): ``{"n", "t
 sums, counts and means; ``{"n", "mean", "m2"}`` for variances, pooled with Chan et al.'s
 formula; ``{"value", "valid", "nan"}`` for extrema. A stored chunk's partials come from one
 kernel pass on its stored bytes; any other block's from numpy in float64 (integers summed
-exactly, as numpy sums them).
+exactly, as numpy sums them). A mean's totals of 64-bit integers are float64, as numpy
+accumulates a mean: their integer total wraps past 2**63 (:func:`mean_chunk`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "extreme_finalize",
     "max_chunk",
     "max_combine",
+    "mean_chunk",
     "mean_finalize",
     "min_chunk",
     "min_combine",
@@ -58,13 +60,18 @@ def _missing(v: np.ndarray, band) -> np.ndarray | None:
 # -- sums, counts, means ----------------------------------------------------------------------
 
 
-def sum_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
-    """``{"n": counts, "total": sums}`` of the values that take part."""
+def sum_chunk(block, axes: tuple[int, ...], skipna: bool, band=None, *, floats=False) -> dict:
+    """``{"n": counts, "total": sums}`` of the values that take part.
+
+    Integers are summed in their own type, wrapping as numpy's sum does, except with
+    ``floats`` for 64-bit integers: those are summed in float64 (see :func:`mean_chunk`).
+    """
     shape = block.shape
+    wide = floats and _wide(block.dtype)
     if _stored(block):
         if band is not None:
             total, n = kernels.band_sum_count(block.u, block.spec, axes, lo=band[0], hi=band[1])
-        elif kernels.is_integer_kind(block.spec):
+        elif kernels.is_integer_kind(block.spec) and not wide:
             total = kernels.integer_sum(block.u, block.spec, axes)
             n = np.prod([shape[a] for a in axes], dtype=np.int64)
         else:
@@ -73,7 +80,7 @@ def sum_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
                 "total": _keep(total, shape, axes)}  # fmt: skip
     v = np.asarray(block)
     missing = _missing(v, band) if skipna or band is not None else None
-    if v.dtype.kind in "iub" and missing is None:
+    if v.dtype.kind in "iub" and missing is None and not wide:
         total = np.sum(v, axis=axes, keepdims=True)
     else:
         w = v.astype(np.float64)
@@ -83,6 +90,21 @@ def sum_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
     if n is None:
         n = np.full(total.shape, np.prod([shape[a] for a in axes], dtype=np.int64))
     return {"n": n.astype(np.int64), "total": total}
+
+
+def _wide(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype.kind in "iu" and dtype.itemsize == 8
+
+
+def mean_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
+    """:func:`sum_chunk`'s partials, with totals of 64-bit integers in float64.
+
+    numpy accumulates the mean of integers in float64; an int64 or uint64 total wraps once
+    it passes 2**63 (``[2**62] * 3`` has a negative int64 sum). Narrower integers keep
+    their exact int64 total, which no chunk can make wrap.
+    """
+    return sum_chunk(block, axes, skipna, band, floats=True)
 
 
 def sum_combine(a: dict, b: dict) -> dict:

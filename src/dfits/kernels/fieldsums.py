@@ -5,6 +5,8 @@ table rows (an mmap of the stored bytes, read-only is fine), each field's byte o
 row and its :data:`KINDS` code, and returns per field the number of values taken and their
 sum: exact ``int64`` for integers (wrapping as numpy's does), compensated ``float64`` for
 floats (NaN or inf propagate; with ``skipna`` NaN values are left out of sum and count).
+Code :data:`K_AS_FLOAT` sums a K field's int64 values in float64 instead, as numpy's mean
+accumulates them (their int64 total wraps past 2**63).
 
 Every row is read once for all the fields: a table with 160-byte rows brings whole rows into
 the cache whichever field is read, so reducing k fields one at a time costs k passes over
@@ -21,10 +23,12 @@ import functools
 
 import numpy as np
 
-__all__ = ["KINDS", "field_sums"]
+__all__ = ["KINDS", "K_AS_FLOAT", "field_sums"]
 
 #: TFORM letter (unscaled, one element) -> kind code understood by the kernel
 KINDS = {"B": 0, "I": 1, "J": 2, "K": 3, "E": 4, "D": 5}
+#: kind code of a K field summed in float64 (into ``float_sums``): a mean's total
+K_AS_FLOAT = 6
 
 #: rows summed into a plain partial before the compensated add (as the image kernels' BLOCK)
 _BLOCK = 2048
@@ -37,8 +41,8 @@ def field_sums(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(counts, float_sums, int_sums)`` per field of ``rows`` (see the module docstring).
 
-    ``float_sums[j]`` holds the sum of a float field (E, D), ``int_sums[j]`` that of an
-    integer field (B, I, J, K); the other entry of each field is 0.
+    ``float_sums[j]`` holds the sum of a float field (E, D) or of a :data:`K_AS_FLOAT` field,
+    ``int_sums[j]`` that of an integer field (B, I, J, K); the other entry of each field is 0.
     """
     k = len(offsets)
     counts = np.zeros(k, np.int64)
@@ -47,7 +51,7 @@ def field_sums(
     offs = np.ascontiguousarray(offsets, np.int64)
     codes = np.ascontiguousarray(kinds, np.int64)
     n, width = rows.shape
-    ends = offs + np.array([1, 2, 4, 8, 4, 8])[codes] if k else offs
+    ends = offs + np.array([1, 2, 4, 8, 4, 8, 8])[codes] if k else offs
     if k and (offs.min() < 0 or ends.max() > width):
         # the kernel's loads are unchecked: a field must lie inside its row
         raise ValueError(f"a field lies past the {width}-byte row: offsets {offs.tolist()}")
@@ -79,6 +83,10 @@ def _kernel():
         return load_f8(u8(b, i))
 
     @inline
+    def k8(b, i):
+        return np.float64(load_i8(u8(b, i)))
+
+    @inline
     def float_loop(load, b, width, a0, a1, o, skipna):
         part = 0.0
         skipped = 0
@@ -98,6 +106,8 @@ def _kernel():
     def float_part(b, width, a0, a1, o, c, skipna):
         if c == 4:
             return float_loop(f4, b, width, a0, a1, o, skipna)
+        if c == 6:  # K_AS_FLOAT: integers hold no NaN, so nothing is skipped
+            return float_loop(k8, b, width, a0, a1, o, False)
         return float_loop(f8, b, width, a0, a1, o, skipna)
 
     @inline

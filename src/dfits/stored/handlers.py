@@ -52,12 +52,19 @@ def result_type(*arrays_and_dtypes):
 
 def _sum(x: StoredChunk, axis, dtype, out, keepdims, skipna: bool):
     axes, _ = axes_of(x, axis)
-    if kernels.is_integer_kind(x.spec):
+    if kernels.is_integer_kind(x.spec) and not _float_sum_of_wide(x.dtype, dtype):
         x.spec.check()
         value = kernels.integer_sum(x.u, x.spec, axes)
     else:
         value = passes.total(x, axes, skipna, dtype)
     return keepdims_partial(finish(shape_out(x, axes, keepdims, value), dtype, out), keepdims, out)
+
+
+def _float_sum_of_wide(values: np.dtype, dtype) -> bool:
+    """True for a float sum of 64-bit integers (dask's mean and var ask for one): numpy adds
+    their values as floats, where an int64 or uint64 total wraps past 2**63. Narrower
+    integers keep their exact integer total, cast (no chunk can make it wrap)."""
+    return dtype is not None and np.dtype(dtype).kind in "fc" and np.dtype(values).itemsize == 8
 
 
 def sum_(x, axis=None, dtype=None, out=None, keepdims=False, *, skipna: bool, **_):

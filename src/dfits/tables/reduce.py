@@ -10,10 +10,12 @@ therefore reads each byte of the table once, where separate ``column(name).sum()
 and walk the rows once per column.
 
 Within a span, the sums and counts (``sum``, ``mean``, ``count`` and their ``nan`` forms) of
-every unscaled one-element B/I/J/K/E/D column without TNULLn come from one kernel pass over the rows
-(:mod:`dfits.kernels.fieldsums`). Other columns and reductions are reduced block by block
-(:data:`BLOCK_BYTES` of rows), every column of a block before the next block, so the second
-and later columns read rows the first one just brought into the cache.
+every unscaled one-element B/I/J/K/E/D column without TNULLn come from one kernel pass over the
+rows (:mod:`dfits.kernels.fieldsums`); a mean's K columns are totalled in float64 there, as
+numpy's mean accumulates them (:func:`dfits.array.steps.mean_chunk`). Other columns and
+reductions are reduced block by block (:data:`BLOCK_BYTES` of rows), every column of a block
+before the next block, so the second and later columns read rows the first one just brought
+into the cache.
 
 Remote files: each span's whole rows come in one ranged request (not only the columns'
 bytes, as ``hdu.column`` fetches them), so this suits tables whose requested columns are a
@@ -137,7 +139,8 @@ def reduce_columns(
     token = tokenize(first.source.token, rows.offset, rows.row_bytes, spans)
     table = dask_array(rows, (spans, (rows.row_bytes,)), f"dfits-rows-{token}")
     block_rows = min(step, max(BLOCK_BYTES // max(rows.row_bytes, 1), 1))
-    plan = _Plan(tuple(readers), agg, agg.skipna, block_rows, agg.chunk is steps.sum_chunk)
+    sums = agg.chunk in (steps.sum_chunk, steps.mean_chunk)
+    plan = _Plan(tuple(readers), agg, agg.skipna, block_rows, sums)
     parts = table.map_blocks(
         _span_partials, plan, dtype=object, chunks=((1,) * len(spans), (1,)),
         meta=np.empty((0, 0), object),
@@ -217,14 +220,24 @@ def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list
     """Sums and counts of the ``fused`` columns from one kernel pass over the rows."""
     readers = [plan.readers[k] for k in fused]
     offsets = np.array([r.column.offset for r in readers], np.int64)
-    kinds = np.array([fieldsums.KINDS[r.column.code] for r in readers], np.int64)
+    # a mean's int64 totals are float64 sums, as mean_chunk's (an int64 total would wrap)
+    floats = plan.agg.chunk is steps.mean_chunk
+    kinds = np.array([_kind(r.column.code, floats) for r in readers], np.int64)
     counts, fsums, isums = fieldsums.field_sums(block, offsets, kinds, plan.skipna)
     for j, (k, r) in enumerate(zip(fused, readers, strict=True)):
         kind = r.column.dtype.kind
-        total = fsums[j : j + 1] if kind == "f" else isums[j : j + 1]
+        total = (
+            fsums[j : j + 1]
+            if kind == "f" or kinds[j] == fieldsums.K_AS_FLOAT
+            else isums[j : j + 1]
+        )
         if kind == "u":
             total = total.astype(np.uint64)  # numpy sums unsigned bytes in uint64
         partials[k] = {"n": counts[j : j + 1].copy(), "total": total.copy()}
+
+
+def _kind(code: str, floats: bool) -> int:
+    return fieldsums.K_AS_FLOAT if floats and code == "K" else fieldsums.KINDS[code]
 
 
 def _blocked(block: np.ndarray, plan: _Plan, rest: list[int], first: int, partials: list):
