@@ -35,6 +35,13 @@ def _numpy(how, a, axis):
         return ValueError
 
 
+def _allnan_numpy(how, a, axis):
+    """numpy's ``nan`` arg reduction with -1 for all-NaN slices (the ``allnan=-1`` option)."""
+    fill = -np.inf if how == "nanargmax" else np.inf
+    index = getattr(np, how.removeprefix("nan"))(np.where(np.isnan(a), fill, a), axis=axis)
+    return np.where(np.all(np.isnan(a), axis=axis), -1, index)
+
+
 def _table(how, x, axis):
     try:
         return reduce(x, how, axis=axis).compute()
@@ -70,6 +77,10 @@ def test_positions_equal_numpy_on_any_chunking(tmp_path_factory, how, axis, chun
         else:
             assert np.array_equal(got, want), (how, axis, chunks)
             assert np.asarray(got).dtype == np.intp
+        if how.startswith("nan"):
+            got = reduce(x, how, axis=axis, allnan=-1).compute()
+            assert np.array_equal(got, _allnan_numpy(how, a, axis)), (how, axis, chunks)
+            assert got.dtype == np.intp
 
 
 @pytest.mark.parametrize(("bitpix", "blank"), [(16, -7), (32, None), (-64, None)])
@@ -102,7 +113,34 @@ def test_keepdims_and_one_axis_only(cube):
         reduce(x[:0], "argmin")
 
 
-@pytest.mark.parametrize("route", ["table", "dask"])
+def test_allnan_option(tmp_path):
+    """``allnan`` gives all-NaN slices an index (numpy's nanarg* raise, the default here)."""
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    a[:, 1, 2] = np.nan
+    path = tmp_path / "nan.fits"
+    write_image(path, a)
+    import dfits
+
+    x = replan(dfits.open(path)[0].data, (1, 3, 4), "allnan")
+    for how in ("nanargmax", "nanargmin"):
+        with pytest.raises(ValueError, match="All-NaN"):
+            reduce(x, how, axis=0).compute()
+        got = reduce(x, how, axis=0, allnan=-7, keepdims=True).compute()
+        want = _allnan_numpy(how, a, 0)
+        want[want == -1] = -7
+        assert np.array_equal(got, want[None])
+        assert got[0, 1, 2] == -7
+        got = reduce(x, how, axis=2, allnan=-1).compute()
+        assert np.array_equal(got, _allnan_numpy(how, a, 2))
+    with pytest.raises(TypeError, match="allnan"):
+        reduce(x, "argmax", axis=0, allnan=-1)
+    with pytest.raises(TypeError):
+        reduce(x, "nanargmax", axis=0, allnan=0.5)
+    with pytest.raises(TypeError):
+        reduce(x, "nanargmax", axis=0, ddof=1)
+
+
+@pytest.mark.parametrize("route", ["table", "dask", "allnan"])
 def test_one_indexed_pass_answers_the_peak_and_its_position(cube, monkeypatch, route):
     """Along an outer axis one indexed kernel pass per chunk answers both what dask's argmax
     asks (the maximum, then its position) and the table's partial."""
@@ -117,6 +155,10 @@ def test_one_indexed_pass_answers_the_peak_and_its_position(cube, monkeypatch, r
         return real(*args, **kwargs)
 
     monkeypatch.setattr(dfits.kernels, "extrema", counting)
-    got = (reduce(x, "argmax", axis=0) if route == "table" else x.argmax(axis=0)).compute()
-    assert np.array_equal(got, np.argmax(values, axis=0))
+    if route == "allnan":  # a peak's position (peak_velocity): the same one pass
+        got = reduce(x, "nanargmax", axis=0, allnan=-1).compute()
+        assert np.array_equal(got, _allnan_numpy("nanargmax", values, 0))
+    else:
+        got = (reduce(x, "argmax", axis=0) if route == "table" else x.argmax(axis=0)).compute()
+        assert np.array_equal(got, np.argmax(values, axis=0))
     assert calls == [True] * x.numblocks[0]

@@ -108,12 +108,20 @@ def reduce(
     band : (float, float), optional
         Only values in the closed band take part (``x.where((x >= lo) & (x <= hi))``).
     **options
-        ``ddof`` for ``var``/``std``.
+        ``ddof`` for ``var``/``std``; ``allnan`` for ``nanargmax``/``nanargmin``: the index
+        an all-NaN slice gets (such as -1) instead of numpy's ``ValueError`` (the default).
 
     Returns
     -------
     dask.array.Array
         The lazy result, with numpy's dtype for the reduction.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> y = da.from_array(np.array([[1.0, np.nan], [3.0, np.nan]]), chunks=1)
+    >>> reduce(y, "nanargmax", axis=0, allnan=-1).compute()
+    array([ 1, -1])
     """
     import dask.array as da
 
@@ -122,9 +130,9 @@ def reduce(
         known = ", ".join(sorted(AGGREGATIONS))
         raise ValueError(f"unknown reduction {how!r}; choose from {known}")
     if agg.positional:
-        if band is not None or options:
-            raise TypeError(f"{how} takes no band or options")
-        return a.positional_reduce(x, agg, axis, keepdims=keepdims, split_every=split_every)
+        if band is not None:
+            raise TypeError(f"{how} takes no band")
+        return a.positional_reduce(x, agg, axis, keepdims, split_every, **options)
     axes = kernels.normalize_axis(axis, x.ndim)
     dtype = agg.dtype(x.dtype)
     skipna = agg.skipna or band is not None

@@ -10,13 +10,17 @@ A partial is ``{"value", "index", "valid", "nan"}`` with the reduced axes kept: 
 of the valid values, its global index (flat over the reduced axes, C order, as numpy counts),
 whether the slice had a valid value, and the global index of its first NaN (-1 where none).
 Ties and NaNs go to the smaller global index, which is numpy's "first occurrence" whatever
-order the blocks combine in. A stored chunk's partial comes from the memoised indexed kernel
-pass (the same pass its maximum answers from).
+order the blocks combine in. An all-NaN slice makes ``nanargmax``/``nanargmin`` raise, as
+numpy's do, unless the option ``allnan`` gives the index it gets instead (a peak's position,
+:func:`dfits.cube.moments.peak_position`, asks for -1: no padding channel, no second pass).
+A stored chunk's partial comes from the memoised indexed kernel pass (the same pass its
+maximum answers from).
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,14 +50,19 @@ ARG_REDUCTIONS = {
 
 
 def positional_reduce(
-    x: da.Array, agg: Any, axis: int | None = None, *, keepdims: bool = False,
-    split_every: int | None = None,
+    x: da.Array, agg: Any, axis: int | None = None, keepdims: bool = False,
+    split_every: int | None = None, *, allnan: int | None = None,
 ) -> da.Array:  # fmt: skip
     """The positional table entry ``agg`` of ``x`` over one ``axis`` or None (the flat index
-    over the whole array, C order)."""
+    over the whole array, C order); ``allnan``: the index of an all-NaN slice (``nan`` forms
+    only), which raises ``ValueError`` by default, as numpy does."""
     import dask.array as da
 
     how = agg.name
+    if allnan is not None:
+        if not agg.skipna:
+            raise TypeError(f"allnan is an option of nanargmax and nanargmin, not of {how}")
+        allnan = operator.index(allnan)
     if axis is not None and np.ndim(axis) != 0:
         raise TypeError(f"{how} takes a single axis or None, not {axis!r}")
     axes = tuple(range(x.ndim)) if axis is None else (int(axis) % max(x.ndim, 1),)
@@ -68,7 +77,7 @@ def positional_reduce(
     )  # fmt: skip
     out_ndim = x.ndim if keepdims else x.ndim - len(axes)
     return da.reduction(
-        parts, _keep, functools.partial(_finish, agg), axis=axes,
+        parts, _keep, functools.partial(_finish, agg, allnan), axis=axes,
         combine=functools.partial(_combine, agg), keepdims=keepdims, dtype=np.intp,
         split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, np.intp),
         name=f"dfits-{how}",
@@ -149,19 +158,20 @@ def _combine(agg, parts, axis, keepdims: bool, **_) -> dict:
     return functools.reduce(agg.combine, flat_parts(parts))
 
 
-def _finish(agg, parts, axis, keepdims: bool, **kw) -> np.ndarray:
+def _finish(agg, allnan, parts, axis, keepdims: bool, **kw) -> np.ndarray:
     if kw.get("computing_meta"):
         return parts
-    value = agg.finalize(_combine(agg, parts, axis, keepdims), 0)
+    value = agg.finalize(_combine(agg, parts, axis, keepdims), 0, allnan=allnan)
     return value if keepdims else value.squeeze(axis=tuple(axis))
 
 
-def arg_finalize(skipna: bool, p: dict, size: int, **_) -> np.ndarray:
-    """The index of the extreme, or of the first NaN (numpy's, unless ``skipna``)."""
+def arg_finalize(skipna: bool, p: dict, size: int, allnan: int | None = None, **_) -> np.ndarray:
+    """The index of the extreme, or of the first NaN (numpy's, unless ``skipna``); with
+    ``skipna``, ``allnan`` where a slice has no valid value (None: raise, as numpy)."""
     if skipna:
-        if not np.all(p["valid"]):
+        if allnan is None and not np.all(p["valid"]):
             raise ValueError("All-NaN slice encountered")
-        value = p["index"]
+        value = p["index"] if allnan is None else np.where(p["valid"], p["index"], allnan)
     else:
         value = np.where(p["nan"] >= 0, p["nan"], p["index"])  # numpy: the first NaN wins
     return np.asarray(value, dtype=np.intp)

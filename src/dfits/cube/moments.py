@@ -149,21 +149,12 @@ def peak_position(x: Any, axis: int, values: np.ndarray) -> Any:
     a spectrum has no valid value (spectral-cube's ``argmax_world``). Ties go to the first
     channel. One indexed kernel pass per stored chunk answers it (the table's ``nanargmax``).
     """
-    import dask.array as da
-
     from dfits.array import reduce
 
+    # an all-NaN spectrum's index is -1 (numpy's nanargmax would raise): the NaN appended
+    # to the table, so the lookup gives NaN there without a pass of its own
     table = np.append(np.asarray(values, dtype=float), np.nan)
-    if x.dtype.kind == "f":
-        # numpy's nanargmax refuses an all-NaN spectrum: a -inf channel past the end gives
-        # it the index of the NaN appended to ``table``, and never wins anywhere else (ties
-        # go to the first channel). The extra blocks are small numpy arrays; the stored
-        # chunks are untouched, so they still answer from their kernel pass.
-        shape, chunks = list(x.shape), list(x.chunks)
-        shape[axis], chunks[axis] = 1, (1,)
-        pad = da.full(shape, -np.inf, dtype=x.dtype, chunks=tuple(chunks))
-        x = da.concatenate([x, pad], axis=axis)
-    where = reduce(x, "nanargmax", axis=axis)
+    where = reduce(x, "nanargmax", axis=axis, allnan=-1)
     return where.map_blocks(table.__getitem__, dtype=float)
 
 
