@@ -183,3 +183,111 @@ def test_wide_integer_means_do_not_decode(tmp_path, no_decode):
     for how in WIDE_MOMENTS:
         check_wide(getattr(np, how)(x).compute(), values, how, what=how)
         check_wide(reduce(x, how).compute(), values, how, what=f"reduce {how}")
+
+
+# -- kernel passes and decodes per chunk of every public statistic on the table ---------------
+
+#: the kernels whose calls are passes over a chunk's stored values (``decode`` among them)
+PASS_KERNELS = ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
+                "moments", "sum_count", "weighted_sums")  # fmt: skip
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """``{name: calls}`` of every kernel pass and of every stored-chunk decode."""
+    from dfits import kernels
+    from dfits.stored.stored import StoredChunk
+
+    calls: dict[str, int] = {}
+
+    def spy(name, real):
+        def run(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return run
+
+    for name in PASS_KERNELS:
+        monkeypatch.setattr(kernels, name, spy(name, getattr(kernels, name)))
+    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
+    return calls
+
+
+#: encodings of the pass-count cube: (BITPIX, BLANK)
+PASS_CUBES = {"f32-nan": (-32, None), "i16-blank": (16, -7), "i64": (64, None)}
+
+
+@pytest.fixture(scope="module", params=sorted(PASS_CUBES))
+def pass_cube(request, tmp_path_factory):
+    from tests.array.helpers import stored_sample, write_image
+
+    bitpix, blank = PASS_CUBES[request.param]
+    data = stored_sample(bitpix, blank, seed=2, nan=True)
+    path = tmp_path_factory.mktemp("passes") / f"{request.param}.fits"
+    write_image(path, data, blank=blank)
+    import dfits
+
+    return request.param, replan(dfits.open(path)[0].data, (3, 6, 5), f"passes-{request.param}")
+
+
+@pytest.mark.parametrize("how", sorted(AGGREGATIONS))
+def test_each_entry_is_one_kernel_pass_per_chunk_and_no_decode(pass_cube, counted, how):
+    """Every entry of the table reads each chunk once, with its kernel, never decoding it;
+    a count of values that cannot be missing (integers without BLANK) reads nothing."""
+    name, x = pass_cube
+    # the sample has all-NaN slices, where numpy's nanargmax raises: give them an index
+    options = {"allnan": -1} if how.startswith("nanarg") else {}
+    for axis in (None, 0, 2):
+        counted.clear()
+        _quiet(lambda axis=axis: reduce(x, how, axis=axis, **options).compute())
+        if how == "count" and name == "i64":
+            assert counted == {}, axis
+            continue
+        assert len(counted) == 1, (axis, counted)
+        assert list(counted.values()) == [x.npartitions], (axis, counted)
+        assert not {"decode", "chunk.decode"} & set(counted), (axis, counted)
+
+
+def test_reductions_computed_together_share_one_pass(pass_cube, counted):
+    """A sum, a count and a mean of one chunk over the same axes (quicklook's, computed
+    together, their chunk steps on two threads) run the sum pass once per chunk: the
+    second asker waits for the first's memoised result."""
+    import dask
+
+    name, x = pass_cube
+    for _ in range(3):  # a race shows up only sometimes
+        counted.clear()
+        _quiet(
+            lambda: dask.compute(*(reduce(x, h, axis=0) for h in ("nansum", "count", "nanmean")))
+        )
+        kernel = "integer_sum" if name == "i64" else "sum_count"
+        if name == "i64":  # its sum wraps as numpy's (integer pass), its mean is a float sum
+            assert counted == {kernel: x.npartitions, "sum_count": x.npartitions}
+        else:
+            assert counted == {kernel: x.npartitions}
+
+
+def test_quicklook_reduces_in_two_passes_per_chunk(tmp_path, counted):
+    """quicklook(full=True): moment 0 and the channel count along the spectral axis from
+    one sum pass, the mean spectrum over the plane from another; nothing decodes."""
+    import dask
+    from astropy.io import fits
+
+    import dfits
+    from dfits.jupyter.figures import quicklook
+
+    data = np.random.default_rng(4).random((6, 50, 40)).astype(np.float32)
+    data[0, 0, 0] = np.nan
+    cards = [("CTYPE3", "FREQ"), ("CRVAL3", 1e9), ("CDELT3", 1e6), ("CRPIX3", 1.0)]
+    fits.writeto(tmp_path / "q.fits", data, fits.Header(cards))
+    hdu = fits.PrimaryHDU(np.nan_to_num(data * 100, nan=-7).astype(np.int16), fits.Header(cards))
+    hdu.header["BLANK"] = -7
+    hdu.writeto(tmp_path / "qi.fits")
+    for name in ("q.fits", "qi.fits"):
+        with dask.config.set({"array.chunk-size": "8KiB"}):
+            image = dfits.open(tmp_path / name)[0]
+            chunks = image.data.npartitions
+            counted.clear()
+            quicklook(image, full=True)
+        assert chunks > 2
+        assert counted == {"sum_count": 2 * chunks}, name

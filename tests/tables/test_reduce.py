@@ -236,3 +236,82 @@ def test_wide_integer_columns_reduce_as_numpy(tmp_path, data):
             check_wide(reduce(column, how).compute(), values, how, what=f"reduce {how} {name}")
             if not how.startswith("nan"):
                 check_wide(getattr(column, how)().compute(), values, how, what=f".{how} {name}")
+
+
+#: numeric kinds (tests.tables.generated) that no kernel reads: their fields decode in numpy
+#: (scaled or TNULL B/I and scaled E/D: kernels would compute them in float32, astropy's
+#: tables in float64; L and X are bits). Every other numeric kind reduces from its kernels.
+DECODED_KINDS = {"nB", "nI", "sI", "sE", "sIa", "L", "X"}
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """``{name: calls}`` of the kernel passes (the fused row sums too) and chunk decodes."""
+    from dfits import kernels
+    from dfits.kernels import fieldsums
+    from dfits.stored.stored import StoredChunk
+    from tests.array.test_aggregations import PASS_KERNELS
+
+    calls: dict[str, int] = {}
+
+    def spy(name, real):
+        def run(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return run
+
+    for name in PASS_KERNELS:
+        monkeypatch.setattr(kernels, name, spy(name, getattr(kernels, name)))
+    monkeypatch.setattr(fieldsums, "field_sums", spy("field_sums", fieldsums.field_sums))
+    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
+    return calls
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    from dfits.tables.fields import kernel_spec
+    from tests.tables.generated import write_binary
+
+    hdu = dfits.open(write_binary(tmp_path_factory.mktemp("kinds") / "t.fits", 0, 1000))[1]
+    numeric = [c for c in hdu.columns if c.code not in "PQ" and c.dtype.kind in "biuf"]
+    assert {c.name for c in numeric if kernel_spec(c) is None} == DECODED_KINDS
+    return hdu, [c for c in numeric if kernel_spec(c) is not None]
+
+
+@pytest.mark.parametrize("how", ["sum", "nanmean", "count", "std", "nanvar", "max", "nanmin"])
+def test_aggregate_is_one_pass_per_span_and_column_without_decode(every_kind, counted, how):
+    """hdu.aggregate: per span, one fused row pass for the sums of the plain one-element
+    fields, and one kernel pass per block for each other column; nothing decodes."""
+    from dfits.tables.fields import kernel_spec
+    from dfits.tables.reduce import _summable
+
+    hdu, kernel_columns = every_kind
+    names = [c.name for c in kernel_columns]
+    dask.compute(hdu.aggregate(how, names, rows_per_chunk=300))
+    spans = 4  # 1000 rows in spans of 300
+    assert not {"decode", "chunk.decode"} & set(counted), counted
+    sums = how in ("sum", "nanmean", "count")
+    assert counted.pop("field_sums", 0) == (spans if sums else 0)
+    rest = [c for c in kernel_columns if not sums or not _summable(hdu._reader(c.name))]
+    if how == "count":  # values that cannot be missing are counted without a pass
+        rest = [c for c in rest if kernel_spec(c).has_missing]
+    assert sum(counted.values()) == spans * len(rest), (counted, [c.name for c in rest])
+
+
+@pytest.mark.parametrize("how", ["nansum", "nanmean", "count", "std", "nanmax", "argmin"])
+def test_column_reductions_are_one_pass_per_chunk_without_decode(every_kind, counted, how):
+    """reduce of hdu[name]: one kernel pass per chunk of every column a kernel reads (a
+    count of values that cannot be missing: none); nothing decodes."""
+    from dfits.tables.fields import kernel_spec
+
+    hdu, kernel_columns = every_kind
+    for c in kernel_columns:
+        x = hdu.column(c.name, rows_per_chunk=300)
+        counted.clear()
+        reduce(x, how).compute()
+        assert not {"decode", "chunk.decode"} & set(counted), (c.name, counted)
+        if how == "count" and not kernel_spec(c).has_missing:  # integers, scaled or not
+            assert counted == {}, c.name
+            continue
+        assert list(counted.values()) == [x.npartitions], (c.name, counted)

@@ -73,7 +73,9 @@ for _skip in (False, True):
     _entry(f"{_p}std", m.moment_chunk, m.moment_combine, m.std_finalize, _float, _skip)
     _entry(f"{_p}max", m.max_chunk, m.max_combine, m.extreme_finalize, np.dtype, _skip)
     _entry(f"{_p}min", m.min_chunk, m.min_combine, m.extreme_finalize, np.dtype, _skip)
-_entry("count", m.sum_chunk, m.sum_combine, m.count_finalize, lambda _: np.dtype(np.int64), True)
+_entry(
+    "count", m.count_chunk, m.count_combine, m.count_finalize, lambda _: np.dtype(np.int64), True
+)
 for _name, (_max, _skip) in a.ARG_REDUCTIONS.items():  # positional: see argsteps
     _chunk_of, _pair = functools.partial(a.arg_chunk, _max), functools.partial(a.arg_combine, _max)
     _last = functools.partial(a.arg_finalize, _skip)

@@ -18,6 +18,8 @@ from dfits.stored import passes
 from dfits.stored.stored import StoredChunk
 
 __all__ = [
+    "count_chunk",
+    "count_combine",
     "count_finalize",
     "extreme_finalize",
     "max_chunk",
@@ -124,6 +126,29 @@ def mean_finalize(p: dict, size: int, **_) -> np.ndarray:
     n = p["n"]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, p["total"] / np.maximum(n, 1), np.nan)
+
+
+def count_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
+    """``{"n": counts}`` of the values that take part.
+
+    Values that cannot be missing (integers without BLANK) need no pass: each count is the
+    slice's size. Others are counted by the sum pass (memoised: a sum or mean of the same
+    chunk then costs nothing more).
+    """
+    if band is None and not (skipna and _can_be_missing(block)):
+        size = np.prod([block.shape[a] for a in axes], dtype=np.int64)
+        return {"n": np.broadcast_to(size, _kept(block.shape, axes))}  # read-only, no map
+    return {"n": sum_chunk(block, axes, skipna, band)["n"]}
+
+
+def _can_be_missing(block) -> bool:
+    if _stored(block):
+        return bool(block.spec.has_missing)
+    return np.dtype(block.dtype).kind in "fc"
+
+
+def count_combine(a: dict, b: dict) -> dict:
+    return {"n": a["n"] + b["n"]}
 
 
 def count_finalize(p: dict, size: int, **_) -> np.ndarray:

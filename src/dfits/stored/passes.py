@@ -3,7 +3,10 @@
 Each function runs one fused kernel over a chunk's stored bytes and keeps the result on the
 chunk, keyed by what was asked (axes, NaN rule, band), so that related requests answer from
 one pass: a count then a sum, a mean then a variance, an extreme then its index. Nothing here
-knows who asks; a request that a memoised pass cannot answer runs the pass it needs.
+knows who asks; a request that a memoised pass cannot answer runs the pass it needs. Two
+threads asking for the same pass of one chunk at once (dask runs the chunk steps of
+reductions computed together in parallel: quicklook's sum and count) run it once: the second
+waits for the first's result, and other passes of the chunk go on meanwhile.
 
 Nothing here knows which reader fed the chunk either. A reader whose chunk is still unread
 (:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum or an extreme from what it
@@ -13,6 +16,7 @@ that pending object the methods of :class:`FusedSource`; the passes look them up
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import numpy as np
@@ -56,12 +60,15 @@ def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
     if memo is None:
         if ("moments", axes, skipna) in x._memo:
             return x._memo.setdefault(("sum", axes, skipna), _from_moments(x, axes, skipna))
-        x.spec.check()
-        memo = _fused(x, "sum_count", axes, skipna)
-        if memo is None:
-            total_, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
-            memo = (n, total_)
-        x._memo[("sum", axes, skipna)] = memo
+        memo = _memoised(x, ("sum", axes, skipna), lambda: _sum_pass(x, axes, skipna))
+    return memo
+
+
+def _sum_pass(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
+    memo = _fused(x, "sum_count", axes, skipna)
+    if memo is None:
+        total_, n = kernels.sum_count(x.u, x.spec, axes, skipna=skipna)
+        memo = (n, total_)
     return memo
 
 
@@ -73,11 +80,17 @@ def moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
 
 
 def _memoised(x: StoredChunk, key: tuple, run):
-    """The pass ``run`` memoised on the chunk under ``key`` (run once, after the spec check)."""
+    """The pass ``run`` memoised on the chunk under ``key`` (run once, after the spec check,
+    whichever threads ask at once)."""
     memo = x._memo.get(key)
     if memo is None:
-        x.spec.check()
-        memo = x._memo[key] = run()
+        # one lock per pass of the chunk (dict.setdefault is atomic): a thread asking for a
+        # pass already running waits for it instead of running it again
+        with x._memo.setdefault(("lock", key), threading.Lock()):
+            memo = x._memo.get(key)
+            if memo is None:
+                x.spec.check()
+                memo = x._memo[key] = run()
     return memo
 
 

@@ -139,7 +139,7 @@ def reduce_columns(
     token = tokenize(first.source.token, rows.offset, rows.row_bytes, spans)
     table = dask_array(rows, (spans, (rows.row_bytes,)), f"dfits-rows-{token}")
     block_rows = min(step, max(BLOCK_BYTES // max(rows.row_bytes, 1), 1))
-    sums = agg.chunk in (steps.sum_chunk, steps.mean_chunk)
+    sums = agg.chunk in (steps.sum_chunk, steps.mean_chunk, steps.count_chunk)
     plan = _Plan(tuple(readers), agg, agg.skipna, block_rows, sums)
     parts = table.map_blocks(
         _span_partials, plan, dtype=object, chunks=((1,) * len(spans), (1,)),
