@@ -40,6 +40,8 @@ CASES = {
     "dask-nansum": ("f", lambda x: da.nansum(x, axis=0), lambda a: np.nansum(a, axis=0)),
     "dask-mean": ("f", lambda x: x.mean(axis=0), lambda a: a.mean(axis=0)),
     "dask-nanmean": ("f", lambda x: da.nanmean(x, axis=0), lambda a: np.nanmean(a, axis=0)),
+    "dask-wide-mean": ("k", lambda x: x.mean(axis=0), lambda a: a.mean(axis=0)),
+    "dask-wide-var": ("k", lambda x: x.var(axis=0), lambda a: a.var(axis=0)),
     "dask-var": ("f", lambda x: x.var(axis=0), lambda a: a.var(axis=0)),
     "dask-nanstd": ("f", lambda x: da.nanstd(x, axis=0), lambda a: np.nanstd(a, axis=0)),
     "dask-max": ("f", lambda x: x.max(axis=0), lambda a: a.max(axis=0)),
@@ -124,7 +126,8 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def arrays(tmp_path_factory):
-    """Float32 with NaN (4 chunks), int16 (3 chunks), scaled int16 with BLANK (3 chunks)."""
+    """Float32 with NaN (4 chunks), int16 (3 chunks), scaled int16 with BLANK (3 chunks),
+    int64 whose sums along the first axis pass 2**63 (3 chunks)."""
     out = {}
     tmp = tmp_path_factory.mktemp("recognised")
     # a NaN through every plane (xarray's min_count meets an all-NaN slice) and one more
@@ -136,6 +139,9 @@ def arrays(tmp_path_factory):
         sub.mkdir()
         stored = stored_sample(16, encoding[3], seed=2)
         out[key] = encoded_case(sub, stored, encoding, (3, 6, 5))
+    (tmp / "k").mkdir()
+    wide = np.random.default_rng(3).integers(2**60, 2**62, stored_sample(16, seed=2).shape)
+    out["k"] = encoded_case(tmp / "k", wide, (64, None, None, None), (3, 6, 5))
     return out
 
 

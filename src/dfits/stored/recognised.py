@@ -85,6 +85,9 @@ PATTERNS: tuple[Pattern, ...] = (
     _P("dask-nansum", "da.nansum(x)", "np.nansum(chunk)", "sum_count"),
     _P("dask-mean", "x.mean()", "numel_lookup; np.sum(chunk)", "sum_count"),
     _P("dask-nanmean", "da.nanmean(x)", "nannumel_lookup; np.nansum(chunk)", "sum_count"),
+    # (a float sum of 64-bit integers: the float64 pass, as numpy adds them; never wrapping)
+    _P("dask-wide-mean", "x.mean() of int64", "np.sum(chunk, dtype=float64)", "sum_count"),
+    _P("dask-wide-var", "x.var() of int64 (dask's moment_chunk)", _VAR, "sum_count moments"),
     _P("dask-var", "x.var() (dask's moment_chunk)", _VAR, "sum_count moments"),
     _P("dask-nanstd", "da.nanstd(x) (dask's moment_chunk)", _VAR, "sum_count moments"),
     _P("dask-max", "x.max()", "np.max(chunk)", "extrema"),
