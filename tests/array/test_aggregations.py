@@ -11,7 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfits.array import AGGREGATIONS, reduce
-from tests.array.helpers import WIDE_MOMENTS, check_wide, float32_cube, replan, wide_integers
+from tests.array.helpers import (
+    WIDE_MOMENTS,
+    check_wide,
+    float32_cube,
+    replan,
+    wide_integers,
+    write_image,
+)
 from tests.profiles import examples
 
 ORACLES = {
@@ -291,3 +298,24 @@ def test_quicklook_reduces_in_two_passes_per_chunk(tmp_path, counted):
             quicklook(image, full=True)
         assert chunks > 2
         assert counted == {"sum_count": 2 * chunks}, name
+
+
+def test_mean_partials_are_float64_whatever_the_integer(tmp_path):
+    """A mean's chunk totals are exact within a chunk and float64 between chunks: int64
+    totals of int32 chunks would wrap once the chunks together pass 2**63 (2**32 values
+    near 2**31, a 16 GiB cube), where numpy's float64 mean does not."""
+    from dfits.array import steps
+    from dfits.stored.stored import StoredChunk
+    from tests.array.helpers import reader_of
+
+    values = np.full((4, 3), 2**31 - 1, np.int32)
+    write_image(tmp_path / "j.fits", values)
+    import dfits
+
+    stored = dfits.open(tmp_path / "j.fits", chunks=(2, 3))[0].data
+    chunk = reader_of(stored)[(slice(0, 2), slice(0, 3))]
+    assert isinstance(chunk, StoredChunk)
+    for block in (values, chunk):
+        part = steps.mean_chunk(block, (0,), False)
+        assert part["total"].dtype == np.float64
+    np.testing.assert_array_equal(reduce(stored, "mean", axis=0).compute(), values.mean(0))

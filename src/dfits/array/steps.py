@@ -104,9 +104,11 @@ def mean_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
 
     numpy accumulates the mean of integers in float64; an int64 or uint64 total wraps once
     it passes 2**63 (``[2**62] * 3`` has a negative int64 sum). Narrower integers keep
-    their exact int64 total, which no chunk can make wrap.
+    their exact int64 total within the chunk (no chunk can make it wrap), passed on as
+    float64: the chunks of a large array together could (2**32 int32 values near 2**31).
     """
-    return sum_chunk(block, axes, skipna, band, floats=True)
+    part = sum_chunk(block, axes, skipna, band, floats=True)
+    return {"n": part["n"], "total": np.asarray(part["total"], dtype=np.float64)}
 
 
 def sum_combine(a: dict, b: dict) -> dict:

@@ -233,6 +233,8 @@ def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list
         )
         if kind == "u":
             total = total.astype(np.uint64)  # numpy sums unsigned bytes in uint64
+        if floats:  # a mean's totals add across spans in float64 (as mean_chunk's)
+            total = total.astype(np.float64)
         partials[k] = {"n": counts[j : j + 1].copy(), "total": total.copy()}
 
 
