@@ -364,26 +364,7 @@ def test_moment_unit_options_are_checked(sky_cube, tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.fixture
-def counted(monkeypatch):
-    """``{name: calls}`` of every kernel pass over stored chunks, and of chunk decodes."""
-    import dfits.kernels
-    from dfits.stored.stored import StoredChunk
-
-    calls: dict[str, int] = {}
-
-    def spy(name, real):
-        def run(*args, **kwargs):
-            calls[name] = calls.get(name, 0) + 1
-            return real(*args, **kwargs)
-
-        return run
-
-    for name in ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
-                 "moments", "sum_count", "weighted_sums"):  # fmt: skip
-        monkeypatch.setattr(dfits.kernels, name, spy(name, getattr(dfits.kernels, name)))
-    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
-    return calls
+# (the ``counted`` fixture: tests/conftest.py)
 
 
 def _chunked_cube(tmp_path):

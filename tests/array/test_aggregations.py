@@ -194,30 +194,7 @@ def test_wide_integer_means_do_not_decode(tmp_path, no_decode):
 
 # -- kernel passes and decodes per chunk of every public statistic on the table ---------------
 
-#: the kernels whose calls are passes over a chunk's stored values (``decode`` among them)
-PASS_KERNELS = ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
-                "moments", "sum_count", "weighted_sums")  # fmt: skip
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """``{name: calls}`` of every kernel pass and of every stored-chunk decode."""
-    from dfits import kernels
-    from dfits.stored.stored import StoredChunk
-
-    calls: dict[str, int] = {}
-
-    def spy(name, real):
-        def run(*args, **kwargs):
-            calls[name] = calls.get(name, 0) + 1
-            return real(*args, **kwargs)
-
-        return run
-
-    for name in PASS_KERNELS:
-        monkeypatch.setattr(kernels, name, spy(name, getattr(kernels, name)))
-    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
-    return calls
+# (the ``counted`` fixture and PASS_KERNELS: tests/conftest.py)
 
 
 #: encodings of the pass-count cube: (BITPIX, BLANK)

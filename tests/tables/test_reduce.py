@@ -244,28 +244,7 @@ def test_wide_integer_columns_reduce_as_numpy(tmp_path, data):
 DECODED_KINDS = {"nB", "nI", "sI", "sE", "sIa", "L", "X"}
 
 
-@pytest.fixture
-def counted(monkeypatch):
-    """``{name: calls}`` of the kernel passes (the fused row sums too) and chunk decodes."""
-    from dfits import kernels
-    from dfits.kernels import fieldsums
-    from dfits.stored.stored import StoredChunk
-    from tests.array.test_aggregations import PASS_KERNELS
-
-    calls: dict[str, int] = {}
-
-    def spy(name, real):
-        def run(*args, **kwargs):
-            calls[name] = calls.get(name, 0) + 1
-            return real(*args, **kwargs)
-
-        return run
-
-    for name in PASS_KERNELS:
-        monkeypatch.setattr(kernels, name, spy(name, getattr(kernels, name)))
-    monkeypatch.setattr(fieldsums, "field_sums", spy("field_sums", fieldsums.field_sums))
-    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
-    return calls
+# (the ``counted`` fixture, fused row sums included: tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

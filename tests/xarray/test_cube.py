@@ -144,30 +144,7 @@ def test_moment_along_stokes_fails_clearly(tmp_path):
 
 # -- one kernel pass per chunk, no decode ---------------------------------------------------
 
-#: kernels.api entry points that read a chunk's stored values (each call is one pass)
-PASS_KERNELS = ("band_moments", "band_sum_count", "decode", "extrema", "integer_sum",
-                "moments", "sum_count", "weighted_sums")  # fmt: skip
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """``{name: calls}`` of every kernel pass and of every stored-chunk decode."""
-    import dfits.kernels
-    from dfits.stored.stored import StoredChunk
-
-    calls: dict[str, int] = {}
-
-    def spy(name, real):
-        def run(*args, **kwargs):
-            calls[name] = calls.get(name, 0) + 1
-            return real(*args, **kwargs)
-
-        return run
-
-    for name in PASS_KERNELS:
-        monkeypatch.setattr(dfits.kernels, name, spy(name, getattr(dfits.kernels, name)))
-    monkeypatch.setattr(StoredChunk, "decode", spy("chunk.decode", StoredChunk.decode))
-    return calls
+# (the ``counted`` fixture: tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
