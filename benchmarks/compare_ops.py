@@ -233,7 +233,12 @@ def small_chunks(op):
         if "dfits" in sys.modules:  # the dfits tools (imported when their op was built)
             import importlib
 
-            stacked = importlib.import_module("dfits.stored.partials")
+            # dfits.array.partials before issue 43's stored/ layer: abtrees.py runs this
+            # worker on trees from both sides of that move
+            try:
+                stacked = importlib.import_module("dfits.stored.partials")
+            except ModuleNotFoundError:
+                stacked = importlib.import_module("dfits.array.partials")
         floor = getattr(stacked, "STACK_MIN_BYTES", None)
         try:
             if floor is not None:
