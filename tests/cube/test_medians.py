@@ -125,3 +125,31 @@ def test_passes_hold_one_block_at_a_time():
     assert _Tracked.most == 1  # the sync scheduler: one block read, counted and dropped
     values = np.concatenate([_block(i, 1000) for i in range(8)]).view(np.ndarray)
     assert got == median_absolute_deviation(values)
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_chunks_are_counted_a_slab_at_a_time(dtype, monkeypatch, tmp_path):
+    """A dfits chunk is decoded and counted in slabs of rows (a few per chunk here), with the
+    same medians as numpy: a counting pass never holds a whole decoded chunk per thread."""
+    from astropy.io import fits
+
+    import dfits
+    from dfits.cube import medians
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((6, 10, 12)).astype(dtype)
+    data[::2, :3, :3] = np.nan
+    path = tmp_path / "c.fits"
+    fits.PrimaryHDU(data).writeto(path)
+    x = dfits.open(path, chunks=(3, 10, 12))[0].data
+    monkeypatch.setattr(medians, "SLAB_BYTES", 2 * 10 * 12 * data.itemsize)  # 2 rows a slab
+    from dfits.kernels import histogram
+
+    seen = []
+    real = histogram.key_counts
+    monkeypatch.setattr(histogram, "key_counts", lambda v, *a: seen.append(v.shape) or real(v, *a))
+    _same(nanmedian(x).compute(), np.nanmedian(data))
+    want = np.nanmedian(np.abs(data - np.nanmedian(data)))
+    _same(median_deviation(x).compute(), want)
+    assert seen
+    assert max(s[0] for s in seen) == 2

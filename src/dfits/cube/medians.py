@@ -84,10 +84,32 @@ class _Block:
 
         from dfits.kernels.histogram import key_counts
 
-        # A stored chunk decodes here: no fused pass over stored bytes counts keys (yet).
-        v = np.asarray(get_sync(self.graph, self.key), dtype=search.dtype)
-        ut = np.uint32 if v.dtype.itemsize == 4 else np.uint64
-        return key_counts(v, search.centre, search.shift, np.array(search.prefixes, ut))
+        block = get_sync(self.graph, self.key)
+        ut = np.uint32 if np.dtype(search.dtype).itemsize == 4 else np.uint64
+        prefixes = np.array(search.prefixes, ut)
+        total = None
+        # A stored chunk decodes here (no pass over stored bytes counts keys yet), so it
+        # decodes a slab of rows at a time: a whole decoded chunk per thread would add a
+        # chunk's worth of memory per thread on top of the mapped bytes
+        for rows in _slabs(block.shape, np.dtype(search.dtype).itemsize):
+            v = np.asarray(block[rows], dtype=search.dtype)
+            part = key_counts(v, search.centre, search.shift, prefixes)
+            total = part if total is None else total + part
+        return total
+
+
+#: the bytes a counting pass decodes at once (a chunk is counted a slab at a time)
+SLAB_BYTES = 8 * 2**20
+
+
+def _slabs(shape: tuple[int, ...], itemsize: int) -> list[tuple[slice, ...]]:
+    """Basic indexes that cut a block of ``shape`` into slabs along its first axis of about
+    :data:`SLAB_BYTES` decoded (one slab for a 0-d or empty block)."""
+    if not shape or 0 in shape:
+        return [()]
+    row = itemsize * int(np.prod(shape[1:], dtype=np.int64))
+    step = max(1, SLAB_BYTES // max(row, 1))
+    return [(slice(i, i + step),) for i in range(0, shape[0], step)]
 
 
 def _blocks(x: da.Array) -> list[_Block]:
