@@ -38,3 +38,18 @@ def test_docstring_examples_run(name, tmp_path, monkeypatch):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+
+
+def _documents() -> list[str]:
+    docs = SRC.parent / "docs"
+    return sorted(p.name for p in docs.glob("*.md") if ">>>" in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", _documents())
+def test_document_examples_run(name, tmp_path, monkeypatch):
+    """The ``>>>`` examples of the user docs (docs/*.md) run as they are shown."""
+    monkeypatch.chdir(tmp_path)
+    path = SRC.parent / "docs" / name
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(str(path), module_relative=False, optionflags=flags, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
