@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== ratios ==\n" + text_table(*ratios(results)))
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        text = markdown(results, argv, started) if results else ""
+        text = markdown(results, argv, started, __doc__) if results else ""
         args.markdown.write_text(text + "".join(f"{line}\n" for line in cold_lines))
         print(f"\nwrote {args.markdown}")
     return 0

@@ -137,8 +137,11 @@ def machine() -> list[str]:
     ]
 
 
-def markdown(results: dict, argv: list[str], started: str) -> str:
-    doc = __doc__.split("Methodology", 1)[1].strip().replace("``", "`")
+def markdown(results: dict, argv: list[str], started: str, methodology: str) -> str:
+    """The Markdown report; ``methodology``: compare.py's docstring, whose part from the
+    heading "Methodology" on says how the figures were measured (split since this module
+    left compare.py, whose docstring it once read as its own)."""
+    doc = methodology.split("Methodology", 1)[1].strip().replace("``", "`")
     out = [
         "# dfits performance",
         "",
