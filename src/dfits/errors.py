@@ -18,6 +18,8 @@ __all__ = [
     "MissingFileError",
     "NotFITSError",
     "OutputExistsError",
+    "RangeIgnoredError",
+    "RemoteDownloadWarning",
     "RemoteReadError",
     "SpectralError",
     "TruncatedFileError",
@@ -94,6 +96,14 @@ class MissingFileError(DfitsError, FileNotFoundError):
 
 class RemoteReadError(DfitsError, OSError):
     """A remote byte-range read failed or returned something other than the bytes asked for."""
+
+
+class RangeIgnoredError(RemoteReadError):
+    """The server answered a byte-range request with the whole file (it ignores ``Range``)."""
+
+
+class RemoteDownloadWarning(DfitsWarning):
+    """A remote file was downloaded whole, because its server ignores ``Range`` requests."""
 
 
 class OutputExistsError(DfitsError, FileExistsError):

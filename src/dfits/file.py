@@ -22,6 +22,7 @@ from dfits.format.compressed import image_header_of
 from dfits.format.geometry import check_shape
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
+from dfits.io.download import or_download
 from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
 from dfits.tables.access import TableAccess
@@ -379,6 +380,14 @@ def _open(
 ) -> FitsFile:
     """:func:`open`, its warnings ``stacklevel`` frames above this call (1: its caller)."""
     source = open_source(path, storage_options)
+    # a server that ignores Range: the file is read from a downloaded copy (docs/remote.md)
+    return or_download(
+        source, lambda s: _scan_open(path, s, chunks, progress, stacklevel + 4), stacklevel + 2
+    )
+
+
+def _scan_open(path: Any, source: Any, chunks: Any, progress: bool | None, level: int) -> FitsFile:
+    """Scan ``source``'s headers into a :class:`FitsFile` (messages name ``path``)."""
     if progress is None:
         # local scans take milliseconds; remote ones may take long for many HDUs
         progress = not source.mappable and interactive()
@@ -391,7 +400,7 @@ def _open(
             filename=_name(path, source),
             progress=reporter,
             whole=whole,
-            stacklevel=stacklevel + 1,
+            stacklevel=level,
         )
     finally:
         if whole is not None:

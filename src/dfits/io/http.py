@@ -21,7 +21,7 @@ import asyncio
 from typing import Any, Protocol
 
 from dfits.errors import FileChangedError
-from dfits.io.retries import TRANSIENT_STATUS, PermanentError
+from dfits.io.retries import TRANSIENT_STATUS, PermanentError, RangeIgnored
 
 __all__ = ["fetch"]
 
@@ -112,7 +112,7 @@ async def _get(source: Source, fs: Any, session: Any, url: str, start: int, stop
             return b""  # the range starts past the end: the caller sees a short read
         if status == 200:
             # The body is the whole file: never download it to find that out.
-            raise PermanentError(
+            raise RangeIgnored(
                 f"the server ignores Range requests (HTTP 200 instead of 206, "
                 f"Content-Length {r.headers.get('Content-Length')})"
             )

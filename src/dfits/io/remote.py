@@ -6,8 +6,9 @@ byte ranges (:meth:`FsspecSource.read_ranges`) fetched concurrently, and every a
 checked:
 
 * exactly the bytes asked for, or the read fails: a server that ignores ``Range`` (HTTP 200
-  with the whole body) is reported at once, without downloading that body; a short body (a
-  dropped connection) is retried;
+  with the whole body) is reported at once (:class:`~dfits.errors.RangeIgnoredError`), without
+  downloading that body; ``dfits.open`` then reads a whole copy (:mod:`dfits.io.download`); a
+  short body (a dropped connection) is retried;
 * the same file: HTTP answers carry the total size (``Content-Range``) and the ETag, compared
   with what ``dfits.open`` saw; other stores are asked for size/ETag once per chunk;
 * transient failures (connection errors, timeouts, HTTP 408/425/429/5xx, short bodies) are
@@ -33,6 +34,7 @@ import numpy as np
 from dfits.errors import (
     FileChangedError,
     MissingFileError,
+    RangeIgnoredError,
     RemoteReadError,
     TruncatedFileError,
     UnsupportedError,
@@ -42,6 +44,7 @@ from dfits.io.ranges import Runs, coalesce
 from dfits.io.retries import (
     TRANSIENT_STATUS,
     PermanentError,
+    RangeIgnored,
     backoff,
     is_transient,
     is_unreachable,
@@ -234,9 +237,8 @@ class FsspecSource:
                 if isinstance(res, FileNotFoundError | PermissionError | FileChangedError):
                     raise named(res, self.url, start, stop)
                 if isinstance(res, PermanentError):
-                    raise RemoteReadError(
-                        f"{self.url!r}: reading bytes {start}..{stop} failed: {res}"
-                    )
+                    kind = RangeIgnoredError if isinstance(res, RangeIgnored) else RemoteReadError
+                    raise kind(f"{self.url!r}: reading bytes {start}..{stop} failed: {res}")
                 if isinstance(res, BaseException):
                     failures.setdefault(i, []).append(f"attempt {attempt + 1}: {res!r}")
                     still.append(i)
@@ -247,7 +249,7 @@ class FsspecSource:
                 elif n > stop - start:
                     # More bytes than asked: the store answered with something else
                     # (typically the whole object). Retrying would only repeat it.
-                    raise RemoteReadError(
+                    raise RangeIgnoredError(
                         f"{self.url!r}: reading bytes {start}..{stop} failed: got {n} bytes "
                         f"for a {stop - start}-byte range; the server ignores Range requests"
                     )

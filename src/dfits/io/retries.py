@@ -17,6 +17,7 @@ from dfits.errors import FileChangedError, MissingFileError
 __all__ = [
     "TRANSIENT_STATUS",
     "PermanentError",
+    "RangeIgnored",
     "backoff",
     "is_transient",
     "is_unreachable",
@@ -31,6 +32,10 @@ _BACKOFF = 0.05  # seconds before the second attempt; doubles, capped at 2 s
 
 class PermanentError(Exception):
     """A failure that another attempt would repeat (a server ignoring Range, HTTP 403)."""
+
+
+class RangeIgnored(PermanentError):
+    """The server answered a range request with the whole file (HTTP 200)."""
 
 
 def status_of(err: BaseException) -> int | None:
