@@ -15,10 +15,6 @@ fused kernels are reached through the ``.fits`` accessor instead (``moment``, ``
 and ``.fits.chunk()``, which puts the DataArray over dfits' own dask chunks so that plain
 xarray reductions run them). Data and coordinates hold a path, an HDU index and a header text —
 never an open file — so datasets and their dask graphs pickle.
-
-Each image Dataset carries its file's name and header as scalar coordinates (``fits_file``,
-``fits_file_header``): ``xr.open_mfdataset`` keeps only the first file's attrs, but combines
-coordinates that differ into one value per file along the concatenated dimension.
 """
 
 from __future__ import annotations
@@ -229,10 +225,6 @@ def _dataset(
         dfits_hdu=h.index,
         dfits_storage_options=storage_options,
     )
-    # Per file, as scalar coordinates: xr.open_mfdataset keeps only the first file's attrs, but
-    # concatenates coordinates that differ into one value per file along the combined dimension.
-    coords["fits_file"] = xr.Variable((), f.filename)
-    coords["fits_file_header"] = xr.Variable((), var.attrs["fits_header"])
     name = (h.name or f"hdu{h.index}").lower()
     return xr.Dataset({name: var}, coords=coords, attrs={"fits_filename": f.filename})
 
