@@ -366,11 +366,6 @@ def open(
     return _open(path, chunks, storage_options, progress, stacklevel=2)
 
 
-def _name(path: Any, source: Any) -> str:
-    """What messages call the file: the path or URL as given, or the file object's name."""
-    return os.fspath(path) if isinstance(path, str | os.PathLike) else source.path
-
-
 def _open(
     path: str | os.PathLike[str] | Any,
     chunks: Any,
@@ -387,21 +382,17 @@ def _open(
 
 
 def _scan_open(path: Any, source: Any, chunks: Any, progress: bool | None, level: int) -> FitsFile:
-    """Scan ``source``'s headers into a :class:`FitsFile` (messages name ``path``)."""
+    """Scan ``source``'s headers into a :class:`FitsFile`; messages name the file by ``path``
+    as given (a path or URL), or by a file object's name."""
     if progress is None:
         # local scans take milliseconds; remote ones may take long for many HDUs
         progress = not source.mappable and interactive()
     reporter = ScanProgress() if progress else None
+    name = os.fspath(path) if isinstance(path, str | os.PathLike) else source.path
     whole = source.mapping() if isinstance(source, LocalSource) else None
     try:
-        layout = scan(
-            source.read,
-            source.size,
-            filename=_name(path, source),
-            progress=reporter,
-            whole=whole,
-            stacklevel=level,
-        )
+        layout = scan(source.read, source.size, filename=name, progress=reporter, whole=whole,
+                      stacklevel=level)  # fmt: skip
     finally:
         if whole is not None:
             whole.close()
