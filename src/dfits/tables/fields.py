@@ -135,6 +135,8 @@ def field_integers(
         field = as_strided(buf[start:], (n, width), (stride, 1), writeable=False)
     stored = STORED[column.code]
     values = np.ascontiguousarray(field).view(stored).reshape((n, *column.shape))
+    # a DataFrame or Arrow column holds native integers in its own memory: this one numpy
+    # pass is the swap and the copy out of the interleaved rows together (as element_values)
     ints = values.astype(stored.newbyteorder("="))
     return ints, ints == column.null
 
