@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dfits.cube.medians import median_deviation, nanmedian
-from dfits.kernels.histogram import key_counts, key_counts_oracle, key_of
 
 
 def _same(got, want):
@@ -75,21 +74,6 @@ def test_medians_are_lazy_and_pass_over_the_chunks_a_fixed_number_of_times(monke
         assert got == median_absolute_deviation(v.astype(kind), ignore_nan=True)
         assert len(calls) == passes * x.npartitions
         calls.clear()
-
-
-@pytest.mark.parametrize("dtype", ["f4", "f8"])
-@pytest.mark.parametrize("centre", [None, 0.5])
-def test_key_counts_equal_the_oracle(dtype, centre):
-    rng = np.random.default_rng(5)
-    v = (rng.standard_normal(5000) * 10).astype(dtype)
-    v[::9], v[1], v[2], v[3], v[4] = np.nan, np.inf, -np.inf, -0.0, 1e-40
-    width = 8 * v.itemsize
-    first = key_of(v[5:6])[0]
-    for shift in range(0, width, 16):
-        above = int(first) >> (shift + 16) if shift + 16 < width else 0
-        prefixes = np.array([above, 3], first.dtype)
-        want = key_counts_oracle(v, centre, shift, prefixes)
-        np.testing.assert_array_equal(key_counts(v, centre, shift, prefixes), want)
 
 
 class _Tracked(np.ndarray):
