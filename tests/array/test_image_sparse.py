@@ -37,7 +37,13 @@ with dask.config.set(scheduler="threads", num_workers=threads):
         # one graph: each chunk is read once for the three reductions
         total, peak, low = map(float, dask.compute(x.sum(), np.nanmax(x), x.min()))
         cells = [float(f[0].section[r, c]) for r, c, _ in json.loads(placed)]
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, the child's own peak: Linux keeps ru_maxrss across exec, so it would count the
+# pytest parent's resident pages at fork (it failed so after a long slow run)
+try:
+    with open("/proc/self/status") as fh:
+        rss = next(int(l.split()[1]) * 1024 for l in fh if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"sum": total, "max": peak, "min": low, "cells": cells, "rss": rss}))
 """
 
