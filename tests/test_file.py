@@ -268,8 +268,12 @@ def test_non_image_data_is_a_clear_error(corpus):
     f = dfits.open(corpus / "astropy" / "btable.fits")
     table = f[1]
     assert table.kind == "bintable"
+    # a table's data is its columns (tests/tables/test_data.py); it has no image array
+    assert table.data.names == table.colnames
     with pytest.raises(dfits.UnsupportedError, match=r"HDU 1.*bintable"):
-        table.data  # noqa: B018
+        table.raw  # noqa: B018
+    with pytest.raises(dfits.UnsupportedError, match=r"HDU 1.*bintable"):
+        table.to_dask()
 
 
 def test_bscale_zero_raises_on_data_access(tmp_path):

@@ -30,6 +30,7 @@ RANK = {
     "tiles": 6,
     "fft": 6,
     "file": 7,
+    "listing": 7,
     "write": 8,
     "cube": 8,
     "xarray": 9,

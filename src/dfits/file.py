@@ -23,9 +23,11 @@ from dfits.format.geometry import check_shape
 from dfits.format.layout import FileLayout, HDULayout, scan
 from dfits.io import LocalSource, open_source
 from dfits.io.download import or_download
+from dfits.listing import print_info, summary
 from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
 from dfits.tables.access import TableAccess
+from dfits.tables.data import TableData, table_dtype
 from dfits.tiles.reader import align_chunks, tile_reader
 
 __all__ = ["HDU", "FitsFile", "open"]
@@ -79,7 +81,10 @@ class HDU(TableAccess):
 
     @property
     def dtype(self) -> np.dtype | None:
-        """Physical dtype, as astropy's ``hdu.data`` would have it (native byte order)."""
+        """Physical dtype, as astropy's ``hdu.data`` would have it (native byte order): a
+        structured dtype of the columns for a table (:func:`dfits.tables.data.table_dtype`)."""
+        if self.is_table:
+            return table_dtype(self.columns)
         spec = self.layout.decode
         return None if spec is None else spec.physical
 
@@ -92,7 +97,7 @@ class HDU(TableAccess):
         return where(self._file.filename, self.index, self.name)
 
     def __repr__(self) -> str:
-        dtype = "" if self.dtype is None else f" {self.dtype}"
+        dtype = "" if self.is_table or self.dtype is None else f" {self.dtype}"
         text = f"<dfits.HDU {self.index} {self.name!r} {self.kind} {self.shape}{dtype}"
         if self.is_table:
             try:
@@ -173,8 +178,13 @@ class HDU(TableAccess):
     def data(self):
         """Physical values as a lazy ``dask.array.Array`` (native order, NaN for BLANK).
 
-        None for an image HDU without data (``NAXIS = 0``), as in astropy.
+        None for an image HDU without data (``NAXIS = 0``), as in astropy. For a table, a
+        :class:`~dfits.tables.data.TableData`: ``data[name]`` is the lazy column,
+        ``data[rows]`` those rows read now, ``data.columns`` the columns, as astropy's.
         """
+        if self.is_table:
+            self._table()  # a header error surfaces here, not at the first column
+            return TableData(self)
         return None if self._dataless else self._array(raw=False)
 
     @property
@@ -289,26 +299,14 @@ class FitsFile(Sequence[HDU]):
         Returns
         -------
         list of tuple or None
-            With ``output=False``, one ``(index, name, ver, kind, cards, shape, dtype)`` row
-            per HDU; otherwise None, so that a notebook cell ending in ``f.info()`` shows the
-            table once.
+            With ``output=False``, one ``(index, name, ver, kind, cards, dims, format)`` row
+            per HDU (a table's as astropy's: ``"2R x 3C"``, ``"[E, J, 5A]"``); otherwise
+            None, so that a notebook cell ending in ``f.info()`` shows the table once.
         """
-        rows = []
-        for h in self:
-            dtype = "" if h.dtype is None else str(h.dtype)
-            rows.append((h.index, h.name, h.ver, h.kind, h.header.ncards, h.shape, dtype))
+        rows = [(h.index, h.name, h.ver, h.kind, h.header.ncards, *summary(h)) for h in self]
         if output is False:
             return rows
-        lines = [
-            f"Filename: {self.filename}",
-            f"{'No.':>3}  {'Name':<12} {'Ver':>4}  {'Type':<16} {'Cards':>5}  "
-            f"{'Dimensions':<22} Format",
-        ]
-        for i, name, ver, kind, cards, shape, dtype in rows:
-            lines.append(
-                f"{i:>3}  {name:<12} {ver:>4}  {kind:<16} {cards:>5}  {shape!s:<22} {dtype}"
-            )
-        print("\n".join(lines), file=output)
+        print_info(self.filename, rows, output)
         return None
 
     def close(self) -> None:

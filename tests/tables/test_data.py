@@ -1,0 +1,97 @@
+"""``hdu.data`` of a table (issue 44): astropy's ``hdu.data[name]``, rows and columns, lazily.
+
+Every column kind of the generated tables (:data:`tests.tables.generated.BINARY` and
+``ASCII``) goes through ``data[name]`` and ``data[rows]``; the oracle is astropy's
+``hdu.data`` under dfits' one decode (:func:`tests.tablefiles.astropy_decoded`) and
+``hdu.column``, which must give the same values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dfits
+from tests.tables.generated import ASCII, BINARY, write_ascii, write_binary
+
+fits = pytest.importorskip("astropy.io.fits")
+
+
+@pytest.fixture(scope="module", params=["binary", "ascii"])
+def table(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / f"{request.param}.fits"
+    writer = write_binary if request.param == "binary" else write_ascii
+    return writer(path, seed=44, nrows=23)
+
+
+def _equal(got: list, want: list, name: str) -> None:
+    assert len(got) == len(want), name
+    for a, b in zip(got, want, strict=True):
+        assert isinstance(a, str) == isinstance(b, str), name  # a string per row, or an array
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+
+
+def test_data_is_lazy_and_lists_the_columns(table):
+    hdu = dfits.open(table)[1]
+    data = hdu.data
+    kinds = BINARY if hdu.kind == "bintable" else ASCII
+    assert data.names == hdu.colnames == list(kinds)
+    assert len(data) == 23
+    assert data.shape == (23,)
+    assert data.columns == hdu.columns
+    assert list(data) == data.names
+    assert "E" in data or hdu.kind == "table"
+    assert "nope" not in data
+    assert hdu.dtype == data.dtype
+    assert data.dtype.names == tuple(kinds)
+    with fits.open(table) as ref:
+        assert len(ref[1].data) == len(data)
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(3, 17, 2), [5, 0, 22, 5], 7, -1, "mask"])
+def test_rows_equal_the_columns(table, rows):
+    """``data[rows]`` holds ``hdu.column(name)[rows]`` of every kind (which
+    tests/tables/test_routes.py checks against astropy)."""
+    hdu = dfits.open(table)[1]
+    if isinstance(rows, str):
+        rows = np.arange(23) % 3 == 1
+    got = hdu.data[rows]
+    scalar = isinstance(rows, int)
+    assert isinstance(got, np.void if scalar else np.ndarray)
+    assert got.dtype == hdu.dtype
+    for c in hdu.columns:
+        want = hdu.column(c.name).compute()[rows]
+        if c.code in "PQ":
+            cells = [got[c.name]] if scalar else list(got[c.name])
+            _equal(cells, [want] if scalar else list(want), c.name)
+        else:
+            np.testing.assert_array_equal(got[c.name], want, err_msg=c.name)
+
+
+def test_data_column_is_the_one_route(table):
+    hdu = dfits.open(table)[1]
+    for name in hdu.colnames:
+        a, b = hdu.data[name], hdu[name]
+        assert a.name == b.name, name  # the same graph: data[name] is hdu.column(name)
+
+
+def test_info_lists_tables_as_astropy(table):
+    f = dfits.open(table)
+    ours = f.info(output=False)
+    with fits.open(table) as ref:
+        theirs = ref.info(output=False)
+    assert ours[1][5:] == theirs[1][5:7]  # "23R x 31C", "[B, I, ...]"
+
+
+def test_a_broken_table_header_raises_at_data(tmp_path):
+    path = tmp_path / "bad.fits"
+    write_binary(path, seed=1, nrows=3, kinds=["E"])
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"TFORM1  = ")
+    raw[at + 10 : at + 30] = b"'Z'".ljust(20)
+    path.write_bytes(bytes(raw))
+    hdu = dfits.open(path)[1]
+    with pytest.raises(dfits.DfitsError, match="TFORM1"):
+        hdu.data  # noqa: B018
+    f = dfits.open(path)
+    assert f.info(output=False)[1][5:] == ("3R x 1C", "[Z]")
