@@ -281,7 +281,11 @@ def test_moment_takes_the_spectral_axis_from_the_wcs(tmp_path, capsys):
     freq = WCS(header).spectral.pixel_to_world_values(np.arange(4))
     assert freq[0] == 1e11 + 1e6
     want = (data * freq[:, None, None]).sum(axis=1) / data.sum(axis=1)
-    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
+    # the one Stokes plane is dropped: a 2-D float32 map with the celestial WCS
+    np.testing.assert_allclose(got, want[0].astype(np.float32), rtol=1e-6)
+    head = fits.getheader(out)
+    assert (head["NAXIS"], head["BITPIX"], head["WCSAXES"]) == (2, -32, 2)
+    assert (head["CTYPE1"], head["CTYPE2"]) == ("RA---SIN", "DEC--SIN")
     flat = tmp_path / "image.fits"
     fits.writeto(flat, data[0], fits.Header([("CTYPE1", "RA---SIN"), ("CTYPE2", "DEC--SIN")]))
     assert main(["moment", str(flat), "--out", str(tmp_path / "x.fits"), "--quiet"]) == 1

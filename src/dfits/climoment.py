@@ -35,18 +35,28 @@ def _refuse_existing(path: str, overwrite: bool) -> None:
         raise OutputExistsError(f"{where(path)}: exists; pass --overwrite to replace it")
 
 
-def _map_cards(header: Any, axis: int, ndim: int) -> list[tuple[str, Any, str]]:
-    """The kept cards of ``header`` and its WCS less numpy ``axis``: the map's world axes."""
+def _map_cards(header: Any, axis: int, ndim: int, result: Any) -> list[tuple[str, Any, str]]:
+    """The kept cards of ``header`` and the WCS of the map ``result``: its own pixels' WCS
+    (length-1 axes such as Stokes gone with the spectral one), else the cube's WCS less numpy
+    ``axis`` (a map along a celestial axis, whose WCS cannot lose one of a pair)."""
     import warnings
 
     from astropy.wcs import WCS, FITSFixedWarning
+
+    from dfits.cube.errors import WCSError
+    from dfits.cube.wcs import dataarray_wcs
 
     cards = [(k, header[k], "") for k in _KEPT if k in header]
     if not any(f"CTYPE{n}" in header for n in range(1, ndim + 1)):
         return cards
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FITSFixedWarning)
-        wcs = WCS(header.to_astropy(), naxis=ndim).dropaxis(ndim - 1 - axis)
+        try:
+            wcs = dataarray_wcs(result)[0]
+        except WCSError:
+            wcs = None
+        if wcs is None or wcs.pixel_n_dim != result.ndim:
+            wcs = WCS(header.to_astropy(), naxis=ndim).dropaxis(ndim - 1 - axis)
         extra = wcs.to_header()
     return cards + [(k, extra[k], extra.comments[k]) for k in extra]
 
@@ -83,7 +93,6 @@ def _cube(args: argparse.Namespace, hdu: Any, key: Any, axis: int) -> Any:
 
 def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
     import dask
-    import numpy as np
 
     import dfits
     from dfits.cube import spectral
@@ -104,10 +113,11 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
         history += f" in {args.unit}"
     result = moment(cube, args.order, dim, threshold=args.clip)
     units = result.attrs.get("units", "")
-    cards = [*_map_cards(hdu.header, axis % ndim, ndim), ("BUNIT", units), ("HISTORY", history)]
+    cards = [*_map_cards(hdu.header, axis % ndim, ndim, result), ("BUNIT", units),
+             ("HISTORY", history)]  # fmt: skip
     with progress(args), dask.config.set(scheduler="threads"):
-        dfits.to_fits(result.data.astype(np.float32), args.out, header=cards,
-                      overwrite=args.overwrite)  # fmt: skip
+        # the map keeps the cube's float type (float32 → BITPIX -32, float64 → -64)
+        dfits.to_fits(result.data, args.out, header=cards, overwrite=args.overwrite)
     print(f"wrote moment-{args.order} map {result.shape} in {units or 'no unit'} to {args.out}")
     return 0
 

@@ -86,6 +86,7 @@ class SpectralMethods:
         *,
         threshold: float | None = None,
         mask: Any = None,
+        clip: bool = False,
     ) -> xr.DataArray:
         """Moment map along ``dim`` (default: the spectral dimension from the WCS), lazily.
 
@@ -93,14 +94,17 @@ class SpectralMethods:
         2: the intensity-weighted dispersion √(Σ I·(v − m1)² / Σ I), which is
         spectral-cube's ``linewidth_sigma`` (its ``moment2`` is the square). Values below
         ``threshold`` and channels where the 1-D boolean ``mask`` is False are left out;
-        NaN pixels are ignored. Units: ``attrs["units"]`` in astropy's format
+        NaN pixels are ignored. Orders 1 and 2 are NaN where undefined (no positive
+        weight; for order 2 also fewer than two valid channels, or σ² < 0); ``clip=True``
+        keeps the old clipping of σ² at 0. The map drops length-1 axes (Stokes) and keeps
+        the cube's float type. Units: ``attrs["units"]`` in astropy's format
         (Jy/beam → ``"Jy km / (beam s)"`` for order 0 in km/s); ``.fits.quantity()``.
-        One kernel pass per chunk (:func:`dfits.cube.moments.moment`).
+        One kernel pass per chunk, two for order 2 (:func:`dfits.cube.moments.moment`).
         """
         if order not in (0, 1, 2):
             raise ValueError(f"moment order must be 0, 1 or 2, not {order!r}")
         obj, dim = self._along(dim)
-        return moments.moment(obj, order, dim, threshold=threshold, mask=mask)
+        return moments.moment(obj, order, dim, threshold=threshold, mask=mask, clip=clip)
 
     def linewidth_sigma(self, dim: str | None = None, **kw: Any) -> xr.DataArray:
         """The intensity-weighted line width σ (moment 2 as a dispersion), lazily."""
