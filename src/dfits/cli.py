@@ -131,6 +131,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
     import dfits
     from dfits.array import reduce
+    from dfits.array.scheduler import compute
 
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
     x = hdu.data
@@ -141,7 +142,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     exprs = {name: reduce(x, how, axis=axis) for name, how in names.items()}
     print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
     with _progress(args), dask.config.set(scheduler="threads"):
-        values = dask.compute(*exprs.values())
+        values = compute(*exprs.values())
     for name, value in zip(exprs, values, strict=True):
         value = np.asarray(value)
         text = f"{value.item():.8g}" if value.ndim == 0 else f"array {value.shape}: {value}"

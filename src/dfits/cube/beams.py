@@ -12,6 +12,12 @@ The contract:
 * :func:`to_unit` converts the brightness unit lazily with one factor per channel from
   astropy's equivalencies (``Beam.jtok_equiv`` at each channel's frequency, the beam area),
   so Jy/beam → K equals spectral-cube's ``cube.to(u.K)``, per channel where beams vary.
+* :func:`jy_per_pixel` gives the per-channel factors that turn a brightness into Jy per
+  pixel, for aperture sums in Jy: Jy/beam divided by the beam area in pixels (the beam's
+  solid angle over the pixel's, ``proj_plane_pixel_area`` of the celestial WCS, as
+  spectral-cube and radio-beam take them); K through Jy/sr at each channel's frequency
+  (astropy's ``brightness_temperature``: the beam cancels, so none is needed) times the
+  pixel's solid angle; Jy/sr times it; Jy/pixel (and Jy) as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ import xarray as xr
 from dfits.cube import spectral
 from dfits.cube.errors import BeamError
 
-__all__ = ["beam_cards", "beam_source", "cube_beams", "frequencies", "keep_beams", "to_unit"]
+__all__ = [
+    "beam_cards",
+    "beam_source",
+    "cube_beams",
+    "frequencies",
+    "jy_per_pixel",
+    "keep_beams",
+    "to_unit",
+]
 
 
 def _header(obj: xr.DataArray) -> Any:
@@ -102,12 +116,13 @@ def _unit(hdu: Any, name: str, default: str) -> Any:
 
 def _table_beams(obj: xr.DataArray, hdu: Any) -> Any:
     """One beam per channel of ``obj`` from the CASA table ``hdu``."""
-    import dask
     from radio_beam import Beams
+
+    from dfits.array.scheduler import compute
 
     where = f"{spectral.describe(obj)}, BEAMS table"
     try:
-        cols = dask.compute(*(hdu.column(c) for c in ("BMAJ", "BMIN", "BPA", "CHAN", "POL")))
+        cols = compute(*(hdu.column(c) for c in ("BMAJ", "BMIN", "BPA", "CHAN", "POL")))
     except KeyError as err:
         raise BeamError(f"{where}: {err.args[0]}") from err
     bmaj, bmin, bpa = (np.asarray(c, dtype=float) for c in cols[:3])
@@ -203,6 +218,55 @@ def to_unit(obj: xr.DataArray, unit: Any) -> xr.DataArray:
     out = keep_beams(obj, obj.copy(data=data))
     out.attrs["units"] = unit_string(new.to_string())
     return out
+
+
+def pixel_solid_angle(obj: xr.DataArray) -> Any:
+    """The solid angle of one pixel of ``obj``'s celestial WCS (a Quantity in sr)."""
+    import astropy.units as u
+    from astropy.wcs.utils import proj_plane_pixel_area
+
+    from dfits.cube.errors import WCSError
+    from dfits.cube.wcs import dataarray_wcs
+
+    wcs = dataarray_wcs(obj)[0].celestial
+    if wcs.naxis != 2:
+        raise WCSError(f"{spectral.describe(obj)}: no celestial WCS, so no pixel solid angle")
+    return (proj_plane_pixel_area(wcs) * u.deg**2).to(u.sr)
+
+
+def jy_per_pixel(obj: xr.DataArray) -> np.ndarray | None:
+    """Factors (one, or one per channel of ``obj``) turning its brightness unit into Jy per
+    pixel; None when its unit is no brightness (a sum then keeps it).
+
+    Jy/beam needs the beam: without BMAJ/BMIN cards or a ``BEAMS`` table a
+    :class:`BeamError` names the file and what is missing.
+    """
+    import astropy.units as u
+
+    text = str(obj.attrs.get("units", ""))
+    try:
+        old = u.Unit(text, parse_strict="raise")
+    except ValueError:
+        return None
+    per_pixel = u.Jy / u.pix
+    if old.is_equivalent(per_pixel) or old.is_equivalent(u.Jy):
+        return np.array([(1.0 * old).to_value(per_pixel if old.is_equivalent(per_pixel) else u.Jy)])
+    if old.is_equivalent(u.Jy / u.sr):
+        return np.array([(1.0 * old * pixel_solid_angle(obj)).to_value(u.Jy)])
+    if old.is_equivalent(u.K):
+        per_sr = (1.0 * old).to(u.Jy / u.sr, u.brightness_temperature(frequencies(obj)))
+        return np.atleast_1d((per_sr * pixel_solid_angle(obj)).to_value(u.Jy))
+    if not old.is_equivalent(u.Jy / u.beam):
+        return None
+    beams = cube_beams(obj)
+    if beams is None:
+        raise BeamError(
+            f"{spectral.describe(obj)}: a flux in Jy from BUNIT {text!r} needs the beam, and "
+            "there is none: no BMAJ/BMIN cards in the header and no BEAMS table"
+        )
+    # the beam area in pixels: its solid angle over the pixel's (per channel for Beams)
+    pixels_per_beam = (beams.sr / pixel_solid_angle(obj)).to_value(u.dimensionless_unscaled)
+    return np.atleast_1d((1.0 * old).to_value(u.Jy / u.beam) / pixels_per_beam)
 
 
 def beam_cards(beam: Any) -> dict[str, float]:

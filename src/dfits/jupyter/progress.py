@@ -33,11 +33,11 @@ def current_client(*arrays: Any) -> Any:
     """
     if "distributed" not in sys.modules:
         return None
-    from dask.base import get_scheduler
     from distributed import Client
 
-    scheduler = get_scheduler(collections=list(arrays) or None)
-    owner = getattr(scheduler, "__self__", None)
+    from dfits.array.scheduler import scheduler
+
+    owner = getattr(scheduler(*arrays), "__self__", None)
     return owner if isinstance(owner, Client) else None
 
 
@@ -59,18 +59,18 @@ def compute(*arrays: Any, progress: bool | None = None, **kwargs: Any) -> tuple[
     **kwargs
         Passed to ``dask.compute`` (local schedulers) or ``client.compute``.
     """
-    import dask
+    from dfits.array.scheduler import compute as compute_local
 
     if progress is None:
         progress = interactive(sys.stdout)
     client = current_client(*arrays)
     if client is None:
         if not progress:
-            return dask.compute(*arrays, **kwargs)
+            return compute_local(*arrays, **kwargs)
         from dask.diagnostics import ProgressBar
 
         with ProgressBar():
-            return dask.compute(*arrays, **kwargs)
+            return compute_local(*arrays, **kwargs)
 
     futures = client.compute(list(arrays), **kwargs)
     if progress:

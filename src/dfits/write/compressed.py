@@ -116,8 +116,10 @@ def write_compressed(
     graph = delayed(tilewriter.assemble, pure=True)(p, _chunks(p, arrays, ready))
     if not compute:
         return graph
+    from dfits.array.scheduler import compute as compute_graph
+
     try:
-        return str(graph.compute())
+        return str(compute_graph(graph)[0])
     except BaseException:
         tilewriter.abort(p)
         raise

@@ -52,10 +52,10 @@ def fits_to_zarr(
     src: str | os.PathLike[str], dst: str | os.PathLike[str], *, overwrite: bool
 ) -> str:
     """Write the image HDUs of FITS file ``src`` to a new zarr group at ``dst``."""
-    import dask
     import dask.array as da
     import zarr
 
+    from dfits.array.scheduler import compute
     from dfits.file import open as open_fits
 
     target = os.fspath(dst)
@@ -76,7 +76,7 @@ def fits_to_zarr(
         )  # fmt: skip
         arr.attrs.update({"fits_header": _header_text(hdu), "fits_extname": hdu.name})
         stores.append(da.to_zarr(x, arr, compute=False))
-    dask.compute(*stores)
+    compute(*stores)
     return target
 
 

@@ -122,8 +122,10 @@ def write_images(
 
 def run(graph: Any, p: WritePlan) -> str:
     """Compute a write graph; on any failure remove the temporary file and re-raise."""
+    from dfits.array.scheduler import compute
+
     try:
-        return str(graph.compute())
+        return str(compute(graph)[0])
     except BaseException:
         fitswriter.abort(p)
         raise
@@ -141,13 +143,13 @@ def append_images(
     """Append image extensions to the FITS file ``path`` in place (see
     :mod:`dfits.write.appender`): the data written by the chunk tasks of the current scheduler,
     then the headers; on failure the file is cut back to its old size. Returns the path."""
-    import dask
+    from dfits.array.scheduler import compute
 
     target = os.fspath(path)
     # checked before the file is touched: a dtype or card that cannot be written raises here
     headers, arrays = _headers(items, target, False, checksum, None, quantize)
     with Append(target, fsync=fsync, wait=wait) as session:
         p = session.extend(headers)
-        (sums,) = dask.compute(_block_sums(p, arrays, True))
+        (sums,) = compute(_block_sums(p, arrays, True))
         session.commit(p, sums)
     return target

@@ -38,7 +38,9 @@ class DaskSection:
         self.data = data
 
     def __getitem__(self, index: Any) -> np.ndarray:
-        return np.asarray(self.data[index].compute())
+        from dfits.array.scheduler import compute
+
+        return np.asarray(compute(self.data[index])[0])
 
 
 def spectral_labels(obj: Any) -> tuple[np.ndarray, str] | None:

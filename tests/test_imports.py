@@ -1,0 +1,125 @@
+"""Import only what the call needs (issue 49): each check runs in a fresh interpreter.
+
+``import dfits`` and the commands that read headers only (``dfits info``, ``dfits header``)
+load none of the heavy libraries: dask and numba load when the first lazy array or kernel
+needs them, xarray, pandas, pyarrow, matplotlib and astropy.wcs only on the paths that use
+them, and ``distributed`` only when a client is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dfits
+
+HEAVY = [
+    "dask",
+    "numba",
+    "llvmlite",
+    "xarray",
+    "distributed",
+    "pandas",
+    "pyarrow",
+    "matplotlib",
+    "astropy",
+    "astropy.wcs",
+    "fsspec",
+    "scipy",
+]
+
+
+def loaded_after(script: str) -> list[str]:
+    """The modules of :data:`HEAVY` that ``script`` leaves in ``sys.modules`` of a fresh
+    interpreter (its own output goes to devnull; the list comes back on the last line)."""
+    tail = f"""
+    import json, sys
+    sys.stdout = sys.__stdout__
+    print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))
+    """
+    body = textwrap.dedent(script) + textwrap.dedent(tail)
+    env = {**os.environ, "PYTHONPATH": str(Path(dfits.__file__).parents[1])}
+    run = subprocess.run(
+        [sys.executable, "-c", body], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def mixed_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A primary image, a tile-compressed image and a binary table (written by astropy)."""
+    from astropy.io import fits
+
+    path = tmp_path_factory.mktemp("imports") / "mixed.fits"
+    image = np.arange(64 * 64, dtype=np.int16).reshape(64, 64)
+    tiles = fits.CompImageHDU(image, compression_type="RICE_1", name="TILES")
+    table = fits.BinTableHDU.from_columns(
+        [fits.Column(name="E", format="E", array=np.arange(8.0))], name="EVENTS"
+    )
+    fits.HDUList([fits.PrimaryHDU(image), tiles, table]).writeto(path)
+    return path
+
+
+def test_import_dfits_loads_none_of_the_heavy_libraries() -> None:
+    assert loaded_after("import dfits") == []
+
+
+def test_public_names_resolve_without_the_heavy_libraries() -> None:
+    # dfits.open, Header and the errors are light; the writers and fft load dask on use
+    script = """
+    import dfits
+    from dfits import open, FitsFile, HDU, Header, verify_checksum, DfitsError
+    """
+    assert loaded_after(script) == []
+
+
+def test_every_public_name_imports() -> None:
+    for name in dfits.__all__:
+        assert getattr(dfits, name) is not None, name
+    assert callable(dfits.fft.fft)
+
+
+@pytest.mark.parametrize("command", ["info", "header"])
+def test_header_commands_load_no_dask_or_numba(command: str, mixed_file: Path) -> None:
+    script = f"""
+    import sys, io
+    sys.stdout = io.StringIO()
+    from dfits.cli import main
+    sys.argv = ["dfits", {command!r}, {str(mixed_file)!r}]
+    try:
+        main()
+    except SystemExit as stop:
+        assert not stop.code, stop.code
+    """
+    assert loaded_after(script) == []
+
+
+def test_open_and_headers_load_no_dask_or_numba(mixed_file: Path) -> None:
+    script = f"""
+    import io, sys
+    sys.stdout = io.StringIO()
+    import dfits
+    f = dfits.open({str(mixed_file)!r})
+    for hdu in f:
+        hdu.header, hdu.shape, hdu.dtype, hdu.name, hdu.kind
+    f.info()
+    """
+    assert loaded_after(script) == []
+
+
+def test_a_section_loads_numba_but_not_dask(mixed_file: Path) -> None:
+    script = f"""
+    import dfits
+    f = dfits.open({str(mixed_file)!r})
+    assert int(f[0].section[2, 3]) == 2 * 64 + 3
+    """
+    # numba itself imports scipy when it is installed
+    assert set(loaded_after(script)) <= {"numba", "llvmlite", "scipy"}
