@@ -21,7 +21,6 @@ import numpy as np
 from dfits.format.checksum import HDU_OK, add, decode_datasum
 from dfits.format.layout import scan
 from dfits.io.local import LocalSource
-from dfits.kernels.checksum import word_sum
 
 __all__ = ["CardCheck", "HDUCheck", "verify_checksum"]
 
@@ -58,6 +57,9 @@ class HDUCheck:
 
 
 def _sum(view: memoryview | bytes, pool: ThreadPoolExecutor) -> int:
+    # the kernel (and numba) load at the first sum, not with ``dfits.verify_checksum``
+    from dfits.kernels.checksum import word_sum
+
     buf = np.frombuffer(view, dtype=np.uint8)
     pieces = [buf[i : i + PIECE] for i in range(0, buf.size, PIECE)]
     total = 0
