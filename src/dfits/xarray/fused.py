@@ -17,6 +17,7 @@ from typing import Any
 
 import xarray as xr
 
+from dfits.cube.axis_smooth import along_chunks
 from dfits.cube.coords import pixel_picks
 from dfits.cube.errors import WCSError
 from dfits.cube.lazy import as_dask
@@ -26,27 +27,28 @@ from dfits.xarray.files import open_file
 __all__ = ["fused", "fused_dask"]
 
 
-def fused_dask(obj: xr.DataArray, along: Hashable | None = None) -> Any:
+def fused_dask(obj: xr.DataArray, along: Hashable | None = None, whole: bool = False) -> Any:
     """``obj``'s values as a dask array, read through dfits' fused chunks when possible.
 
     ``along``: a dimension the caller will reduce over; file-backed data then get chunks
-    planned for that reduction (:func:`dfits.array.chunks.reduction_chunks`).
+    planned for that reduction (:func:`dfits.array.chunks.reduction_chunks`), or, with
+    ``whole``, chunks holding all of it (:func:`dfits.cube.axis_smooth.along_chunks`).
     """
     var = obj.variable
     if not var._in_memory and "dfits_source" in var.encoding:
-        rebuilt = _rebuild(obj, along)
+        rebuilt = _rebuild(obj, along, whole)
         if rebuilt is not None:
             return rebuilt
     return as_dask(obj)
 
 
-def fused(obj: xr.DataArray, along: Hashable | None = None) -> xr.DataArray:
+def fused(obj: xr.DataArray, along: Hashable | None = None, whole: bool = False) -> xr.DataArray:
     """``obj`` over :func:`fused_dask`'s array (encoding kept: it names the file, for the
     beam table and error messages): what the accessor hands :mod:`dfits.cube`."""
-    return obj.copy(deep=False, data=fused_dask(obj, along))
+    return obj.copy(deep=False, data=fused_dask(obj, along, whole))
 
 
-def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
+def _rebuild(obj: xr.DataArray, along: Hashable | None = None, whole: bool = False) -> Any:
     """``hdu.data`` indexed like ``obj``, or None when ``obj`` is not such a selection."""
     enc = obj.variable.encoding
     hdu = open_file(enc["dfits_source"], enc.get("dfits_storage_options"))[enc["dfits_hdu"]]
@@ -76,7 +78,11 @@ def _rebuild(obj: xr.DataArray, along: Hashable | None = None) -> Any:
     else:
         # the FITS axis of ``along`` (FITS axis n is numpy axis naxis - n)
         fits_axis = obj[f"pixel_{along}"].attrs["fits_axis"]
-        x = hdu.to_dask(reduce_axis=naxis - fits_axis)
+        if whole:
+            size = hdu.dtype.itemsize
+            x = hdu.to_dask(along_chunks(hdu.shape, hdu.dtype, size, naxis - fits_axis))
+        else:
+            x = hdu.to_dask(reduce_axis=naxis - fits_axis)
     x = x[tuple(index)]
     order = [dims.index(d) for d in obj.dims]
     if order != sorted(order):

@@ -14,7 +14,9 @@ from typing import Any
 
 import xarray as xr
 
+from dfits.cube import axis_smooth as _axis_smooth
 from dfits.cube import beams as _beams
+from dfits.cube import downsample as _downsample
 from dfits.cube import smooth as _smooth
 from dfits.cube.errors import BeamError
 from dfits.xarray.fused import fused
@@ -115,3 +117,20 @@ class BeamMethods:
         (spectral-cube's ``spatial_smooth``). Jy/beam cubes are refused unless
         ``raise_error_jybm=False`` (the beam would be wrong): use :meth:`convolve_to`."""
         return _smooth.spatial_smooth(self._planes(), kernel, convolve, raise_error_jybm)
+
+    def spectral_smooth(self, kernel: Any, *, keep_nan: bool = True) -> xr.DataArray:
+        """Every spectrum convolved with a 1-D ``kernel`` (a Gaussian σ in channels, an
+        astropy ``Kernel1D``, or an array such as ``np.hanning(5)``), lazily: spectral-cube's
+        ``spectral_smooth`` values, one fused pass per chunk (:mod:`dfits.cube.axis_smooth`)."""
+        obj = fused(self._obj, _beams.spectral.spectral_dim(self._obj), whole=True)
+        return _axis_smooth.spectral_smooth(obj, kernel, keep_nan=keep_nan)
+
+    def downsample_axis(
+        self, factor: int, dim: Any = None, *, truncate: bool = False
+    ) -> xr.DataArray:
+        """Means of ``factor`` consecutive pixels along ``dim`` (a name or axis number; default
+        the spectral axis), NaN ignored, lazily: spectral-cube's ``downsample_axis``
+        (:mod:`dfits.cube.downsample`)."""
+        dim = _downsample.dim_name(self._obj, dim)
+        obj = fused(self._obj, dim, whole=True)
+        return _downsample.downsample_axis(obj, factor, dim, truncate=truncate)

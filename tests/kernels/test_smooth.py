@@ -1,0 +1,88 @@
+"""The axis convolution kernel against astropy's ``convolve`` on the decoded values."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dfits.kernels import oracle
+from dfits.kernels.smooth import TILE, convolve_axis
+
+from .conftest import make_stored, sampled_encodings
+
+astropy_convolution = pytest.importorskip("astropy.convolution")
+
+KERNELS = {
+    "gauss": astropy_convolution.Gaussian1DKernel(1.5).array,
+    "box": np.ones(3) / 3,
+    "asymmetric": np.array([0.1, 0.5, 0.2]),  # a true convolution flips it
+    "hanning": np.hanning(7),  # zeros at both ends
+}
+
+
+def want(values: np.ndarray, axis: int, k: np.ndarray, keep_nan: bool) -> np.ndarray:
+    """astropy's convolve (its defaults) along ``axis``, one line at a time."""
+    v = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    out = np.empty_like(v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "NaN values detected post convolution"
+        for idx in np.ndindex(*v.shape[:-1]):
+            out[idx] = astropy_convolution.convolve(v[idx], k)
+    if keep_nan:
+        out[np.isnan(v)] = np.nan
+    return np.moveaxis(out, -1, axis)
+
+
+def check(got, expected, dtype):
+    assert got.dtype == dtype
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    scale = np.nanmax(np.abs(expected)) if np.isfinite(expected).any() else 1.0
+    tol = 2e-7 * scale if dtype == np.float32 else 1e-13 * scale
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("spec", sampled_encodings(), indirect=True)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_convolve_axis_equals_astropy(spec, rng, axis):
+    stored = make_stored(spec, (11, 6, 5), rng)
+    values = oracle.decode(stored, spec)
+    u = stored.view(stored.dtype.newbyteorder("=").str.replace("i", "u").replace("f", "u"))
+    dtype = np.result_type(spec.physical, np.float32)
+    for name, k in KERNELS.items():
+        for keep in (True, False):
+            got = convolve_axis(u, spec, axis, k, keep_nan=keep)
+            check(got, want(values, axis, k, keep), dtype)
+            assert name
+
+
+@pytest.mark.parametrize("spec", [e for e in sampled_encodings() if e.id == "f32-scaled"],
+                         indirect=True)  # fmt: skip
+def test_convolve_axis_wide_tiles_strided_read_only(spec, rng):
+    stored = make_stored(spec, (9, 3, TILE + 37), rng)
+    stored[2:5, 1, :] = np.nan  # a run of NaN longer than the kernel's reach
+    u = stored.view("u4")[:, :, 5:]  # strided: not the whole rows
+    u.flags.writeable = False
+    values = oracle.decode(stored, spec)[:, :, 5:]
+    k = KERNELS["gauss"]
+    check(convolve_axis(u, spec, 0, k), want(values, 0, k, True), np.float32)
+    check(convolve_axis(u, spec, 0, k, keep_nan=False, dtype=np.float64),
+          want(values, 0, k, False), np.float64)  # fmt: skip
+
+
+@pytest.mark.parametrize("spec", [e for e in sampled_encodings() if e.id == "f64"], indirect=True)
+def test_convolve_axis_empty_one_value_and_bad_kernels(spec):
+    u = np.zeros((0, 4), dtype="u8")
+    assert convolve_axis(u, spec, 0, np.ones(3)).shape == (0, 4)
+    one = np.array([2.0], dtype=">f8").view("u8")
+    assert convolve_axis(one, spec, 0, np.array([1.0, 2.0, 1.0])).tolist() == [1.0]
+    bad_kernels = [
+        (np.ones(4), "odd"),
+        (np.ones((3, 3)), "1-D"),
+        (np.array([1.0, -2.0, 1.0]), "close to 0"),
+        (np.array([np.nan]), "NaN"),
+    ]
+    for bad, match in bad_kernels:
+        with pytest.raises(ValueError, match=match):
+            convolve_axis(one, spec, 0, bad)
