@@ -65,11 +65,12 @@ def test_subcube_from_region_matches_spectral_cube(pair, name):
     np.testing.assert_allclose(
         got.fits.wcs.celestial.wcs.crpix, want.wcs.celestial.wcs.crpix, atol=1e-9
     )
-    spectrum = cube.fits.spectrum(region=region).values
+    spectrum = cube.fits.spectrum(region=region)
+    assert spectrum.attrs["units"] == "Jy"  # Σ Jy/beam over the beam area in pixels
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # spectral-cube: "requires loading the entire cube"
-        total = want.sum(axis=(1, 2)).value
-    np.testing.assert_allclose(spectrum, total, rtol=1e-5)
+        total = want.sum(axis=(1, 2)).value / sc.pixels_per_beam
+    np.testing.assert_allclose(spectrum.values, total, rtol=1e-5)
 
 
 def test_a_list_of_shapes_is_their_union(pair):

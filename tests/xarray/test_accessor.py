@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from astropy.wcs.utils import proj_plane_pixel_scales
 
-from dfits.cube.errors import RegionError
+from dfits.cube.errors import BeamError, RegionError
 
 
 @pytest.fixture
@@ -117,12 +117,16 @@ def test_spectrum_matches_pixel_arithmetic(da, cube, cube_data):
     ra, dec = w.celestial.pixel_to_world_values(4.2, 5.1)
     inside = _pixels_within(w, ra, dec, 0.0025, 12, 10)
     assert 5 < inside.sum() < 60
+    with pytest.raises(BeamError, match="BMAJ/BMIN"):  # Jy/beam without a beam: no flux
+        da.fits.spectrum(ra, dec, 0.0025)
+    mean = da.fits.spectrum(ra, dec, 0.0025, how="mean").values
+    np.testing.assert_allclose(mean, np.nanmean(cube_data[..., inside], -1), rtol=1e-6)
+    da = da.assign_attrs(units="Jy/pixel")  # a sum of Jy/pixel is Jy
     spec = da.fits.spectrum(ra, dec, 0.0025)
+    assert spec.attrs["units"] == "Jy"
     assert spec.dims == ("stokes", "freq")
     data = cube_data.astype(float)
     np.testing.assert_allclose(spec.values, np.nansum(data[..., inside], -1), rtol=1e-6)
-    mean = da.fits.spectrum(ra, dec, 0.0025, how="mean").values
-    np.testing.assert_allclose(mean, np.nanmean(data[..., inside], -1), rtol=1e-6)
     region = np.zeros((12, 10), bool)
     region[2:4, 7] = True
     got = da.fits.spectrum(region=region).values

@@ -106,9 +106,17 @@ def region_mask(region: Any, ny: int, nx: int) -> np.ndarray:
 
 def aperture_spectrum(obj: xr.DataArray, mask: np.ndarray, how: str = "sum") -> xr.DataArray:
     """The sum (``how="sum"``) or mean (``"mean"``) of ``obj`` over the (y, x) boolean
-    ``mask``, per channel, NaNs ignored, lazily; ``attrs["npix"]`` counts the mask's pixels."""
+    ``mask``, per channel, NaNs ignored, lazily; ``attrs["npix"]`` counts the mask's pixels.
+
+    The sum of a brightness is a flux in Jy (:func:`dfits.cube.beams.jy_per_pixel`: Jy/beam
+    over the beam area in pixels, K and Jy/sr through the pixel's solid angle, Jy/pixel as
+    it is); a Jy/beam cube without a beam raises :class:`~dfits.cube.errors.BeamError`.
+    The mean stays in the cube's unit; other units are summed as they are.
+    """
     import dask.array as da
 
+    from dfits.cube import spectral
+    from dfits.cube.beams import jy_per_pixel
     from dfits.cube.lazy import as_dask
     from dfits.cube.results import product_unit, reduced
 
@@ -128,6 +136,13 @@ def aperture_spectrum(obj: xr.DataArray, mask: np.ndarray, how: str = "sum") -> 
     axes = tuple(sub.get_axis_num(d) for d in sky)
     out = da.nansum(x, axis=axes) if how == "sum" else da.nanmean(x, axis=axes)
     units = product_unit(str(obj.attrs.get("units", "")))
+    factors = jy_per_pixel(sub) if how == "sum" else None
+    if factors is not None:
+        kept = [d for d in sub.dims if d not in sky]
+        if factors.size > 1:  # one per channel
+            along = spectral.spectral_dim(sub)
+            factors = factors.reshape([sub.sizes[d] if d == along else 1 for d in kept])
+        out, units = out * factors[0] if factors.size == 1 else out * factors, "Jy"
     result = reduced(sub, out, ("y", "x"), "spectrum", units)
     result.attrs["npix"] = int(mask.sum())
     return result
