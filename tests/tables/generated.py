@@ -51,6 +51,7 @@ BINARY: dict[str, tuple[str, dict, str, tuple[int, ...]]] = {
     "QD": ("1QD(5)", {}, ">i8", (2,)),
     "PA": ("1PA(7)", {}, ">i4", (2,)),
     "PEd": ("1PE(8)", {"TDIM": "(2,4)"}, ">i4", (2,)),
+    "PL": ("1PL(5)", {}, ">i4", (2,)),
 }
 
 #: name -> (TFORM, TNULL or None, printf format)
@@ -102,6 +103,8 @@ def _heap_column(rng, name: str, n: int, heap: bytearray) -> np.ndarray:
             blob = (rng.standard_normal(count) * 1e3).astype(">f8").tobytes()
         elif name == "PA":
             blob = bytes(rng.choice(list(b"abc XYZ"), count).tolist())
+        elif name == "PL":  # T, F and NUL (undefined: False, as astropy reads it)
+            blob = bytes(rng.choice(list(b"TF\0"), count).tolist())
         else:  # PEd: TDIM (2,4) shapes each array (-1, 2): an even count
             count = 2 * (count // 2)
             blob = (rng.standard_normal(count)).astype(">f4").tobytes()

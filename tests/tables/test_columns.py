@@ -316,3 +316,37 @@ def test_column_row_slice_maps_only_its_rows(tmp_path, monkeypatch):
         mapped.clear()
         x.sum().compute()
         assert sum(mapped) > 2999 * row  # the whole column does map every row
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_logical_vla_from_old_astropy_reads_as_astropy_8(tmp_path, legacy):
+    """astropy <= 7.2 wrote logical arrays as 0x00/0x01 bytes: astropy 8 reads 0x01 as True
+    and warns; so does dfits (a DfitsWarning). A standard column (T, F, NUL) does not warn."""
+    counts = [3, 0, 2, 4]
+    elements = [1, 0, 1, 0, 0, 1, 1, 1, 0] if legacy else list(b"TF\0TTFFT\0")
+    heap = bytes(elements)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rows = b"".join(struct.pack(">ii", c, o) for c, o in zip(counts, offsets, strict=True))
+    path = write_table(
+        tmp_path / "l.fits",
+        [("TFIELDS", 1), ("TTYPE1", "FLAGS"), ("TFORM1", "1PL(4)")],
+        rows + heap, naxis1=8, naxis2=4, pcount=len(heap),
+    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fits.open(path) as ref:
+            want = [np.array(v, bool) for v in ref[1].data["FLAGS"]]
+    assert any("7.2" in str(w.message) for w in caught) == legacy
+    hdu = dfits.open(path)[1]
+    if legacy:
+        with pytest.warns(dfits.DfitsWarning, match=r"FLAGS.*astropy <= 7.2"):
+            got = hdu["FLAGS"].compute()
+    else:
+        got = hdu["FLAGS"].compute()
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    if legacy:  # every route reads the same values (the warning comes once per file)
+        frame = hdu.to_pandas()
+        for a, b in zip(frame["FLAGS"], want, strict=True):
+            np.testing.assert_array_equal(a, b)

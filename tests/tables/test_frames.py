@@ -93,3 +93,53 @@ def test_scaled_tnull_is_nan_and_reductions_skip_it(tmp_path):
     assert np.isnan(x.sum().compute())
     assert np.isnan(x[0:2].mean().compute())
     assert x[2:4].mean().compute() == pytest.approx(want[2:4].mean())
+
+
+@pytest.fixture(params=["binary", "ascii"])
+def every_kind(request, tmp_path):
+    from tests.tables.generated import write_ascii, write_binary
+
+    writer = write_binary if request.param == "binary" else write_ascii
+    return writer(tmp_path / f"{request.param}.fits", seed=7, nrows=41)
+
+
+def test_parquet_holds_the_arrow_table_of_every_kind(every_kind, tmp_path):
+    """Parquet stores what ``to_arrow`` gives (lists for array cells, never their text),
+    with each field's FITS metadata; dask reads it back as lists."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    dd = pytest.importorskip("dask.dataframe")
+    hdu = dfits.open(every_kind)[1]
+    out = tmp_path / "t.parquet"
+    hdu.to_parquet(out, rows_per_group=8)
+    back = pq.read_table(out)
+    want = hdu.to_arrow()
+    # Parquet names a list's item "element" (its nested-type rule): the same types otherwise
+    assert [f.metadata for f in back.schema] == [f.metadata for f in want.schema]
+    back = back.cast(want.schema)
+    for name in want.column_names:  # repr: NaN equals NaN, every float exactly
+        assert repr(back[name].to_pylist()) == repr(want[name].to_pylist()), name
+    assert pq.ParquetFile(out).metadata.num_row_groups == 6
+    lazy = dd.read_parquet(out).compute()
+    for c in hdu.columns:
+        if (c.code in "PQ" and c.form.element != "A") or (c.shape and c.dtype.kind != "U"):
+            cell = lazy[c.name].iloc[0]
+            assert not isinstance(cell, str), c.name  # a list of values, not its repr
+    assert sorted(tmp_path.iterdir()) == sorted([every_kind, out])  # no temporary file left
+
+
+def test_parquet_failure_keeps_the_old_file(tmp_path):
+    from tests.tables.generated import write_binary
+
+    path = write_binary(tmp_path / "t.fits", seed=3, nrows=20, kinds=["E", "PJ"])
+    raw = bytearray(path.read_bytes())
+    table = dfits.open(path)[1]
+    # row 15's descriptor points far outside the heap: its row group cannot be read
+    at = table.layout.data_offset + 14 * table._table().row_bytes + 4 + 4
+    raw[at : at + 4] = struct.pack(">i", 10**6)
+    path.write_bytes(bytes(raw))
+    out = tmp_path / "t.parquet"
+    out.write_bytes(b"the good old file")
+    with pytest.raises(dfits.DataError, match="row 15"):
+        dfits.open(path)[1].to_parquet(out, rows_per_group=4)
+    assert out.read_bytes() == b"the good old file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.fits", "t.parquet"]

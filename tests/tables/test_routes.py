@@ -65,6 +65,7 @@ TYPES = {
     "QD": ("object", _CELLS, "list<item: double>"),
     "PA": ("object", "str", "string"),
     "PEd": ("object", _CELLS, "list<item: float>"),
+    "PL": ("object", _CELLS, "list<item: bool>"),
     "aI": ("float64", "Int32", "int32"),
     "aIb": ("float64", "Int16", "int16"),
     "aK": ("float64", "Int64", "int64"),

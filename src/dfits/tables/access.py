@@ -10,14 +10,23 @@ tile-compressed images are ``compressed_image`` HDUs, not tables.
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from dfits.array.reader import dask_array
-from dfits.errors import HeaderError, UnsupportedError
+from dfits.errors import DfitsWarning, HeaderError, UnsupportedError
 from dfits.format.columns import Column, TableLayout, parse_table
 from dfits.tables.columns import ColumnReader
-from dfits.tables.frames import column_chunks, to_arrow, to_dask_dataframe, to_pandas
+from dfits.tables.frames import (
+    column_chunks,
+    to_arrow,
+    to_dask_dataframe,
+    to_pandas,
+    to_parquet,
+)
 
 __all__ = ["TABLE_KINDS", "TableAccess", "column_rows", "columns_text", "table_layout"]
 
@@ -113,10 +122,30 @@ class TableAccess:
             raise KeyError(
                 f"{self._where()}: no column {name!r}; columns: {', '.join(table.names)}"
             )
-        return ColumnReader(
+        reader = ColumnReader(
             self._file.source, self.layout.data_offset, table.row_bytes, table.nrows,
             column, table.heap_offset, table.heap_size, self._where(),
         )  # fmt: skip
+        if column.code in "PQ" and column.form.element == "L" and self._legacy(reader):
+            reader = replace(reader, legacy_logical=True)
+        return reader
+
+    def _legacy(self, reader: ColumnReader) -> bool:
+        # looked at once per opened file and column; the warning comes with the first look
+        key = (self.index, "legacy logicals", reader.column.name)
+        memo = self._file.tables
+        if key not in memo:
+            memo[key] = reader.holds_legacy_logicals()
+            if memo[key]:
+                warnings.warn(
+                    f"{self._where()}, column {reader.column.number} ({reader.column.name!r}):"
+                    " a logical variable-length column written by astropy <= 7.2, which "
+                    "stored 0x00/0x01 bytes instead of 'T'/'F'; reading 0x01 as True and "
+                    "0x00 as False, as astropy 8 does",
+                    DfitsWarning,
+                    stacklevel=4,
+                )
+        return memo[key]
 
     def _readers(self, columns: Sequence[str] | None) -> list[ColumnReader]:
         names = self._table().names if columns is None else columns
@@ -220,3 +249,32 @@ class TableAccess:
     def to_arrow(self, columns: Sequence[str] | None = None):
         """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables)."""
         return to_arrow(self._readers(columns))
+
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        columns: Sequence[str] | None = None,
+        rows_per_group: int | None = None,
+    ) -> None:
+        """Write the table (or ``columns``) to a Parquet file, a row group per
+        ``rows_per_group`` rows (by default about dask's ``array.chunk-size`` of values),
+        holding one group in memory at a time.
+
+        The columns have :meth:`to_arrow`'s types: array cells (repeat, TDIMn, X bits,
+        variable-length arrays) are Arrow lists, nullable integers keep their nulls, and
+        each field carries its TFORM, unit and cell shape as metadata. ``path`` is replaced
+        atomically: a failure leaves the old file in place.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile, os, dfits, pyarrow.parquet as pq
+        >>> from astropy.io import fits
+        >>> folder = tempfile.mkdtemp()
+        >>> cells = np.arange(6, dtype=np.float32).reshape(2, 3)
+        >>> fits.BinTableHDU.from_columns([fits.Column("V", "3E", array=cells)]).writeto(
+        ...     os.path.join(folder, "t.fits"))
+        >>> dfits.open(os.path.join(folder, "t.fits"))[1].to_parquet(os.path.join(folder, "t.pq"))
+        >>> pq.read_table(os.path.join(folder, "t.pq"))["V"].to_pylist()
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        """
+        to_parquet(self._readers(columns), path, rows_per_group)

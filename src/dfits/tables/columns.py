@@ -55,6 +55,8 @@ class ColumnReader:
     heap_offset: int = 0
     heap_size: int = 0
     where: str = ""
+    #: a logical variable-length column of 0x00/0x01 bytes (:meth:`holds_legacy_logicals`)
+    legacy_logical: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -170,13 +172,11 @@ class ColumnReader:
             f"{text!r} (TFORM{c.number} = {c.tform!r}) is not {article}"
         )
 
-    def _arrays(self, buf, start, stride, n, first) -> np.ndarray:
-        """Variable-length arrays: one numpy array per row, read from the heap."""
+    def _descriptors(self, buf, start, stride, n, first) -> tuple[np.ndarray, ...]:
+        """Element counts, heap offsets and byte sizes of the arrays of ``n`` rows; a
+        descriptor outside the heap is a ``DataError`` naming its row."""
         c = self.column
         desc = np.dtype(">i4" if c.code == "P" else ">i8")
-        out = np.empty(n, dtype=object)
-        if n == 0:
-            return out
         field = np.lib.stride_tricks.as_strided(buf[start:], (n, c.width), (stride, 1))
         pairs = np.ascontiguousarray(field).view(desc).reshape(n, 2).astype(np.int64)
         code = c.form.element
@@ -191,15 +191,43 @@ class ColumnReader:
                 f"array descriptor (count {counts[i]}, offset {offsets[i]}) lies outside "
                 f"the heap of {self.heap_size} bytes (THEAP = {self.heap_offset})"
             )
+        return counts, offsets, sizes
+
+    def _arrays(self, buf, start, stride, n, first) -> np.ndarray:
+        """Variable-length arrays: one numpy array per row, read from the heap."""
+        c = self.column
+        out = np.empty(n, dtype=object)
+        if n == 0:
+            return out
+        counts, offsets, sizes = self._descriptors(buf, start, stride, n, first)
         lo = int(offsets.min())
         hi = int((offsets + sizes).max())
         heap = np.zeros(0, np.uint8)
         if hi > lo:
             heap = self.source.map(self.offset + self.heap_offset + lo, hi - lo)
+        code, legacy = c.form.element, self.legacy_logical
         for i, (count, off, size) in enumerate(zip(counts, offsets, sizes, strict=True)):
             raw = heap[off - lo : off - lo + size].reshape(1, size)
-            out[i] = self._shaped(_elements(raw, c, code, int(count)), first + i)
+            out[i] = self._shaped(_elements(raw, c, code, int(count), legacy), first + i)
         return out
+
+    def holds_legacy_logicals(self, rows: int = 4096) -> bool:
+        """True for a logical variable-length column written by astropy <= 7.2, which stored
+        its values as 0x00/0x01 bytes instead of ``T``/``F``: as astropy 8 tells, the
+        column's arrays hold a 0x01 byte and no byte but 0x00 and 0x01 (a standard column
+        holds ``T``, ``F`` or NUL). Stops at the first other byte: one block of rows for a
+        standard column."""
+        seen = np.zeros(256, bool)
+        for a in range(0, self.nrows, rows):
+            m = min(rows, self.nrows - a)
+            buf, start, stride = self._field_bytes(a, m)
+            counts, offsets, _ = self._descriptors(buf, start, stride, m, a)
+            for count, off in zip(counts[counts > 0], offsets[counts > 0], strict=True):
+                at = self.offset + self.heap_offset + int(off)
+                seen[np.unique(self.source.map(at, int(count)))] = True
+            if seen[2:].any():
+                return False
+        return bool(seen[1])
 
     def _shaped(self, values: Any, row: int) -> Any:
         """A variable-length array in the shape TDIMn gives it (as astropy shapes it)."""
@@ -216,7 +244,9 @@ class ColumnReader:
         return values.reshape(shape)
 
 
-def _elements(raw: np.ndarray, column: Column, code: str, count: int) -> Any:
+def _elements(raw: np.ndarray, column: Column, code: str, count: int, legacy: bool = False) -> Any:
+    if code == "L" and legacy:
+        return raw[0] != 0  # astropy <= 7.2's 0x00/0x01 (ColumnReader.holds_legacy_logicals)
     if code == "A":
         return strings(raw)[0] if raw.shape[1] else ""
     if code == "X":

@@ -21,11 +21,18 @@ Types, chosen to match ``astropy.table.Table.read(...).to_pandas()`` where it ha
   ``str`` and Arrow ``string``;
 * complex (C/M): pandas complex; Arrow has no complex type, so a ``fixed_size_list`` of two
   floats (real, imaginary).
+
+Parquet (:func:`to_parquet`) is written from the Arrow tables, so it stores array cells as
+lists, never as text. A dask DataFrame's own ``to_parquet`` cannot infer a type for its
+object columns of arrays (dask guesses from an empty sample); ``hdu.to_parquet`` is the route
+for tables with array cells.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +45,14 @@ from dfits.tables.rowdecode import decode_columns
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["column_chunks", "default_rows", "to_arrow", "to_dask_dataframe", "to_pandas"]
+__all__ = [
+    "column_chunks",
+    "default_rows",
+    "to_arrow",
+    "to_dask_dataframe",
+    "to_pandas",
+    "to_parquet",
+]
 
 
 def _cell_bytes(reader: ColumnReader) -> int:
@@ -197,6 +211,34 @@ def to_arrow(readers: Sequence[ColumnReader], first: int = 0, stop: int | None =
         arrays.append(array)
         fields.append(pa.field(c.name, array.type, metadata=meta))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def to_parquet(
+    readers: Sequence[ColumnReader], path: str | os.PathLike[str], rows_per_group: int | None
+) -> None:
+    """Write the columns to one Parquet file, a row group per span of rows, through
+    :func:`to_arrow` (so array cells are Arrow lists, the columns keep their FITS metadata);
+    replaces ``path`` atomically: a failure leaves the old file, or none, in place."""
+    import pyarrow.parquet as pq
+
+    step = rows_per_group or default_rows(readers)
+    if step < 1:
+        raise ValueError(f"rows_per_group must be positive, not {rows_per_group!r}")
+    nrows = readers[0].nrows if readers else 0
+    target = os.fspath(path)
+    fd, temp = tempfile.mkstemp(
+        prefix=".dfits-", suffix=".parquet", dir=os.path.dirname(target) or "."
+    )
+    os.close(fd)
+    try:
+        schema = to_arrow(readers, 0, 0).schema
+        with pq.ParquetWriter(temp, schema) as writer:
+            for first in range(0, nrows, step):
+                writer.write_table(to_arrow(readers, first, min(first + step, nrows)))
+        os.replace(temp, target)
+    except BaseException:
+        os.unlink(temp)
+        raise
 
 
 def column_chunks(reader: ColumnReader, rows: int | None) -> tuple[tuple[int, ...], ...]:
