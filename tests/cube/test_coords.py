@@ -19,7 +19,7 @@ def test_celestial_coordinates_equal_astropy(tmp_path, proj, matrix):
     w = celestial_wcs(proj, matrix)
     path = write(tmp_path / "img.fits", np.zeros((6, 9), ">f4"), w)
     w = reread(path)
-    da = xr.open_dataarray(path)
+    da = xr.open_dataarray(path, sky_coords=True)
     assert da.dims == ("y", "x")
     assert da["ra"].variable._in_memory is False  # computed on demand, not up front
     yy, xx = np.mgrid[0:6, 0:9]
@@ -35,14 +35,14 @@ def test_celestial_coordinates_equal_astropy(tmp_path, proj, matrix):
 def test_celestial_names_follow_ctype(tmp_path, ctype, name):
     w = celestial_wcs("TAN")
     w.wcs.ctype = [f"{ctype}-TAN", f"{ctype[0]}LAT-TAN"]
-    da = xr.open_dataarray(write(tmp_path / "g.fits", np.zeros((3, 4), ">f4"), w))
+    da = xr.open_dataarray(write(tmp_path / "g.fits", np.zeros((3, 4), ">f4"), w), sky_coords=True)
     assert name in da.coords
     assert name.replace("lon", "lat") in da.coords
 
 
 def test_cube_with_stokes_and_freq(cube):
     path, w = cube
-    da = xr.open_dataarray(path)
+    da = xr.open_dataarray(path, sky_coords=True)
     assert da.dims == ("stokes", "freq", "y", "x")
     freq = w.pixel_to_world_values(0, 0, np.arange(7), 0)[2]
     np.testing.assert_array_equal(da["freq"].values, freq)

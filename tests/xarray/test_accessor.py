@@ -155,7 +155,8 @@ def test_cutout_matches_pixel_arithmetic(da, cube):
         _world(cut.fits.wcs, 0, 0, 2, 1), _world(w, xs[0], ys[0], 2, 1), rtol=1e-12
     )
     np.testing.assert_allclose(
-        cut["ra"].values, da["ra"].values[ys[0] : ys[-1] + 1, xs[0] : xs[-1] + 1]
+        cut.fits.sky_coords["ra"].values,
+        da.fits.sky_coords["ra"].values[ys[0] : ys[-1] + 1, xs[0] : xs[-1] + 1],
     )
     # a second cut-out works in the first one's frame
     again = cut.fits.cutout(ra, dec, width=0.0015)
@@ -168,8 +169,10 @@ def test_cutout_outside_is_an_error(da):
 
 
 def test_dataset_accessor_cutout(cube):
-    ds = xr.open_dataset(cube[0])
+    ds = xr.open_dataset(cube[0], sky_coords=True)
     ra, dec = ds["ra"].values[5, 5], ds["dec"].values[5, 5]
+    for name, coord in ds.fits.sky_coords.items():  # the same lazy values as sky_coords=True
+        xr.testing.assert_identical(coord.variable, ds[name].variable)
     cut = ds.fits.cutout(ra, dec, 0.002)
     assert cut.sizes["x"] < 10
     assert ds.fits.moment(0).dims == ("stokes", "y", "x")

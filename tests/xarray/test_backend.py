@@ -237,7 +237,7 @@ def test_load_and_compute_give_numpy(cube, cube_data):
     computed = lazy.compute()
     assert _is_numpy(computed)
     assert not lazy.variable._in_memory  # compute leaves the original lazy
-    ds = xr.open_dataset(path, engine="dfits").load()
+    ds = xr.open_dataset(path, engine="dfits", sky_coords=True).load()
     assert _is_numpy(ds["primary"])
     assert type(ds["ra"].variable._data) is np.ndarray
     sub = xr.open_dataarray(path, engine="dfits").isel(freq=slice(1, 4)).load()

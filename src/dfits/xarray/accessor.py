@@ -7,7 +7,8 @@ moments, noise, beams, smoothing, regions, reprojection; never importing this pa
 each method hands it this DataArray over dfits' fused chunks (:func:`dfits.xarray.fused.fused`:
 an unmodified selection of a dfits HDU reads through ``hdu.data``, so reductions run the
 fused kernels; anything else keeps its own data). The mixins of :mod:`dfits.xarray.cube` and
-:mod:`dfits.xarray.resolution` map the spectral, noise and beam methods, :mod:`~dfits.xarray.views`
+:mod:`dfits.xarray.resolution` map the spectral, noise and beam methods, :mod:`~dfits.xarray.sky`
+the 2-D sky coordinates, :mod:`~dfits.xarray.views`
 draws quick-look figures. Importing it registers ``.fits`` on ``xr.DataArray`` and
 ``xr.Dataset``.
 """
@@ -37,6 +38,7 @@ from dfits.xarray.cube import NoiseMethods, SpectralMethods
 from dfits.xarray.fourier import fourier, power_spectrum, spacing
 from dfits.xarray.fused import fused, fused_dask
 from dfits.xarray.resolution import BeamMethods
+from dfits.xarray.sky import SkyMethods
 from dfits.xarray.views import ArrayHDU
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["FitsDataArrayAccessor", "FitsDatasetAccessor"]
 
 
-class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods):
+class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods, SkyMethods):
     """``da.fits``: FITS header, WCS and cube science on a DataArray opened by dfits."""
 
     def __init__(self, obj: xr.DataArray) -> None:
@@ -337,6 +339,10 @@ class FitsDatasetAccessor:
     @property
     def wcs(self) -> WCS:
         return self._main().wcs
+
+    @property
+    def sky_coords(self) -> xr.Coordinates:
+        return self._main().sky_coords
 
     def chunk(self, along: Hashable | None = None) -> xr.Dataset:
         return self._obj.assign({self._name(): self._main().chunk(along)})

@@ -2,8 +2,11 @@
 
 A thin entry point in the rioxarray mould: it maps keywords onto :func:`dfits.open`, picks the
 HDU and hands xarray lazily indexed backend arrays, as xarray's own backends do: the image as
-an :class:`ImageArray` (each indexing reads just that region through ``hdu.section``) and the
-2-D sky coordinates as :class:`CelestialArray` blocks computed from the WCS. So with the
+an :class:`ImageArray` (each indexing reads just that region through ``hdu.section``), with
+1-D world coordinates, ``pixel_<dim>`` indices and the header as ``attrs["fits_header"]``.
+The 2-D sky coordinates are derived from those (:mod:`dfits.xarray.sky`: ``da.fits.sky_coords``)
+and only put in the Dataset with ``sky_coords=True``, so that ``to_zarr``/``to_netcdf`` write
+the data, not 2-D float64 arrays the header already defines. So with the
 default ``chunks=None`` nothing is read at open, selections read their region, and ``.load()``
 / ``.compute()`` / ``.values`` give plain numpy arrays; with ``chunks=`` xarray builds the
 dask array over :class:`ImageArray`, in dfits' planned chunks (``preferred_chunks``), each task
@@ -28,21 +31,15 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from dfits.cube.coords import (
-    WCSPlan,
-    axis_values,
-    celestial_block,
-    parse_wcs,
-    plan_axes,
-    stokes_names,
-)
+from dfits.cube.coords import WCSPlan, axis_values, parse_wcs, plan_axes, stokes_names
 from dfits.cube.errors import WCSError
 from dfits.errors import DfitsWarning, HDUNotFoundError, where
 from dfits.format.headertext import readable_header
 from dfits.xarray.files import open_file
+from dfits.xarray.sky import sky_variables
 from dfits.xarray.tables import table_dataset
 
-__all__ = ["CelestialArray", "DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
+__all__ = ["DfitsBackendEntrypoint", "ImageArray", "open_hdu_dataset"]
 
 # whole-file compressed FITS is claimed too, so that opening it gives dfits' explanation
 # (decompress it first) rather than xarray's "no backend matched"
@@ -84,30 +81,6 @@ class ImageArray(BackendArray):
         return np.asarray(hdu.section[key])
 
 
-class CelestialArray(BackendArray):
-    """A 2-D celestial coordinate (``ra``, ``dec``, ...) computed per block from the WCS."""
-
-    def __init__(self, header: str, x_axis: int, y_axis: int, world: int, shape) -> None:
-        self.header = header
-        self.x_axis, self.y_axis, self.world = x_axis, y_axis, world
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(float)
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._raw_getitem
-        )
-
-    def _raw_getitem(self, key: tuple) -> np.ndarray:
-        ys, xs = (np.arange(n)[k] for n, k in zip(self.shape, key, strict=True))
-        block = celestial_block(
-            parse_wcs(self.header), self.x_axis, self.y_axis, self.world,
-            np.atleast_1d(ys), np.atleast_1d(xs),
-        )  # fmt: skip
-        drop = tuple(0 if np.ndim(k) == 0 else slice(None) for k in (ys, xs))
-        return block[drop]
-
-
 def _select(f: Any, hdu: Any) -> Any:
     """The HDU asked for (an image or a table), or the first with image data; errors list
     what the file has."""
@@ -140,7 +113,7 @@ def _header_text(h: Any) -> str:
     return raw[: h.header.ncards * 80].decode("latin-1") + "END".ljust(80)
 
 
-def _coords(plan: WCSPlan, wcs: Any, h: Any, text: str, chunks: dict) -> dict[str, Any]:
+def _coords(plan: WCSPlan, wcs: Any, h: Any, text: str, chunks: dict, sky: bool) -> dict[str, Any]:
     shape = h.shape
     coords: dict[str, Any] = {}
     for axis, n in zip(plan.axes, shape, strict=True):
@@ -156,19 +129,15 @@ def _coords(plan: WCSPlan, wcs: Any, h: Any, text: str, chunks: dict) -> dict[st
         if axis.ctype.upper().startswith("STOKES"):
             attrs["stokes_codes"] = values.round().astype(int).tolist()
             del attrs["units"]
-            values = stokes_names(values)
+            # object strings: zarr v3 has no specification for fixed-width unicode and warns
+            values = stokes_names(values).astype(object)
         coords[axis.dim] = xr.Variable(axis.dim, values, attrs)
-    if plan.lon is not None:
+    if sky and plan.lon is not None:
         x = next(a for a in plan.axes if a.dim == "x")
         y = next(a for a in plan.axes if a.dim == "y")
         ny, nx = shape[plan.dims.index("y")], shape[plan.dims.index("x")]
-        for name, world in ((plan.lon, plan.lon_world), (plan.lat, plan.lat_world)):
-            lazy = indexing.LazilyIndexedArray(
-                CelestialArray(text, x.fits_axis, y.fits_axis, world, (ny, nx))
-            )
-            var = xr.Variable(("y", "x"), lazy, {"units": str(wcs.wcs.cunit[world])})
-            var.encoding["preferred_chunks"] = {d: chunks[d] for d in ("y", "x")}
-            coords[name] = var
+        ys, xs = np.arange(ny), np.arange(nx)
+        coords.update(sky_variables(text, x.fits_axis, y.fits_axis, ys, xs, chunks))
     return coords
 
 
@@ -184,15 +153,25 @@ def _attrs(h: Any, text: str) -> dict[str, Any]:
 
 
 def open_hdu_dataset(
-    path: str, hdu: Any = None, storage_options: dict | None = None, decode_wcs: bool = True
+    path: str,
+    hdu: Any = None,
+    storage_options: dict | None = None,
+    decode_wcs: bool = True,
+    sky_coords: bool = False,
 ) -> xr.Dataset:
-    """The Dataset of one HDU: an image (one data variable named after it, WCS coordinates)
-    or a table (a ``row`` dimension, one variable per column)."""
-    return _dataset(path, hdu, storage_options, decode_wcs, stacklevel=2)
+    """The Dataset of one HDU: an image (one data variable named after it, WCS coordinates;
+    the 2-D sky coordinates too with ``sky_coords``) or a table (a ``row`` dimension, one
+    variable per column)."""
+    return _dataset(path, hdu, storage_options, decode_wcs, sky_coords, stacklevel=2)
 
 
 def _dataset(
-    path: str, hdu: Any, storage_options: dict | None, decode_wcs: bool, stacklevel: int
+    path: str,
+    hdu: Any,
+    storage_options: dict | None,
+    decode_wcs: bool,
+    sky_coords: bool,
+    stacklevel: int,
 ) -> xr.Dataset:
     """:func:`open_hdu_dataset`, its warnings ``stacklevel`` frames up (1: its caller)."""
     f = open_file(path, storage_options, stacklevel=stacklevel + 1)
@@ -213,7 +192,7 @@ def _dataset(
             )
     plan = plan_axes(wcs, len(h.shape))
     chunks = dict(zip(plan.dims, h.data.chunks, strict=True))
-    coords = _coords(plan, wcs, h, text, chunks)
+    coords = _coords(plan, wcs, h, text, chunks, sky_coords)
     # A lazily indexed backend array, as xarray's own backends hand over: xarray adds the dask
     # wrapping for chunks= (in these preferred chunks), and the accessor finds the file
     # through the encoding.
@@ -235,13 +214,15 @@ class DfitsBackendEntrypoint(BackendEntrypoint):
 
     Keywords: ``hdu`` (index, EXTNAME or (EXTNAME, EXTVER); default the first HDU with
     image data), ``storage_options`` (fsspec, for URLs), ``decode_wcs`` (False: pixel-index
-    dimensions only), ``drop_variables``.
+    dimensions only), ``sky_coords`` (True: the 2-D ``ra``/``dec`` (``glon``/``glat``, ...)
+    coordinates in the Dataset, lazy; by default ``da.fits.sky_coords`` gives them, so that
+    ``to_zarr``/``to_netcdf`` do not compute and write them), ``drop_variables``.
     """
 
     description = "Open FITS images lazily with dfits (WCS coordinates, .fits accessor)"
     url = "https://github.com/dfits/dfits"
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "hdu", "storage_options",
-                               "decode_wcs")  # fmt: skip
+                               "decode_wcs", "sky_coords")  # fmt: skip
 
     def open_dataset(
         self,
@@ -251,6 +232,7 @@ class DfitsBackendEntrypoint(BackendEntrypoint):
         hdu: Any = None,
         storage_options: dict | None = None,
         decode_wcs: bool = True,
+        sky_coords: bool = False,
     ) -> xr.Dataset:
         if not isinstance(filename_or_obj, str | os.PathLike):
             raise TypeError(
@@ -259,7 +241,7 @@ class DfitsBackendEntrypoint(BackendEntrypoint):
         path = os.fspath(filename_or_obj)
         # warnings point at the user's xr.open_dataset call: this line, xarray's call of it,
         # then the user's line
-        ds = _dataset(path, hdu, storage_options, decode_wcs, stacklevel=3)
+        ds = _dataset(path, hdu, storage_options, decode_wcs, sky_coords, stacklevel=3)
         if drop_variables is not None:
             names = [drop_variables] if isinstance(drop_variables, str) else drop_variables
             ds = ds.drop_vars(names, errors="ignore")
