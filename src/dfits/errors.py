@@ -12,6 +12,7 @@ __all__ = [
     "DataError",
     "DfitsError",
     "DfitsWarning",
+    "ExpressionError",
     "FileChangedError",
     "HDUNotFoundError",
     "HeaderError",
@@ -72,6 +73,11 @@ class UnsupportedError(DfitsError, NotImplementedError):
 
 class DataError(DfitsError, ValueError):
     """The data of an HDU cannot be turned into physical values (e.g. ``BSCALE = 0``)."""
+
+
+class ExpressionError(DfitsError, ValueError):
+    """A row filter (``where=``) that cannot be read: bad syntax, an unknown column, a
+    construct outside the filter language, or values that are not True/False per row."""
 
 
 class SpectralError(DfitsError, ValueError):

@@ -16,12 +16,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from dfits.array.reader import dask_array
-from dfits.errors import DfitsWarning, HeaderError, UnsupportedError
+from dfits.errors import DfitsWarning, ExpressionError, HeaderError, UnsupportedError
 from dfits.format.columns import Column, TableLayout, parse_table
 from dfits.tables.columns import ColumnReader
+from dfits.tables.filters import Filter, compile_filter
 from dfits.tables.frames import (
     column_chunks,
+    default_rows,
     to_arrow,
     to_dask_dataframe,
     to_pandas,
@@ -176,13 +180,60 @@ class TableAccess:
         token = tokenize(self._file.source.token, self.layout.data_offset, reader.column, chunks)
         return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}", narrow=True)
 
+    def _filter(self, where: str) -> Filter:
+        if not isinstance(where, str):
+            raise ExpressionError(f"{self._where()}: where= takes a string, not {where!r}")
+        names = tuple(self._table().names)
+        try:
+            rule = compile_filter(where, names)
+        except ExpressionError as err:
+            raise ExpressionError(f"{self._where()}: {err}") from None
+        readers = {name: self._reader(name) for name in rule.names}
+        for r in readers.values():
+            c = r.column
+            if c.shape or (c.code in "PQ" and c.form.element != "A"):
+                raise ExpressionError(
+                    f"{self._where()}: where={where!r}: column {c.name!r} holds arrays "
+                    f"({c.tform}); a row filter needs one value per row"
+                )
+        step = default_rows(list(readers.values()))
+        return Filter(where, names, readers, step, self._where())
+
+    def where(self, expression: str) -> np.ndarray:
+        """Row numbers (ascending, 0-based) of the rows where ``expression`` is True.
+
+        One pass over the rows reads only the fields ``expression`` names, decoded as
+        :meth:`column` decodes them (a null is NaN, and NaN compares False). The language
+        is :mod:`dfits.tables.filters`': column names (backquoted when they are no Python
+        name), numbers, strings, comparisons, arithmetic, ``& | ~`` (bitwise on integers),
+        ``and or not`` and a few functions (``abs``, ``isnan``, ...).
+
+        Raises
+        ------
+        ExpressionError
+            For bad syntax, an unknown column or a construct outside the language, naming
+            the token, before any data are read.
+
+        Examples
+        --------
+        >>> hdu.where("(MAG < 20) & (FLAG == 0)")  # doctest: +SKIP
+        array([    3,    17, ...])
+        """
+        rule = self._filter(expression)
+        return rule.rows(0, self._table().nrows)
+
     def to_dask_dataframe(
-        self, columns: Sequence[str] | None = None, rows_per_partition: int | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        rows_per_partition: int | None = None,
+        where: str | None = None,
     ):
         """The table (or ``columns``) as a lazy dask DataFrame, ``rows_per_partition`` rows
         per partition (by default about dask's ``array.chunk-size`` of values); see
-        :mod:`dfits.tables.frames` for the dtypes."""
-        return to_dask_dataframe(self._readers(columns), rows_per_partition)
+        :mod:`dfits.tables.frames` for the dtypes. With ``where`` (see :meth:`where`), each
+        partition holds only its matching rows, indexed by row number."""
+        rule = None if where is None else self._filter(where)
+        return to_dask_dataframe(self._readers(columns), rows_per_partition, rule)
 
     def aggregate(
         self,
@@ -233,12 +284,21 @@ class TableAccess:
         readers = self._readers(columns)
         return reduce_columns(readers, how, rows_per_chunk, split_every, **options)
 
-    def to_pandas(self, columns: Sequence[str] | None = None, threads: int | None = None):
+    def to_pandas(
+        self,
+        columns: Sequence[str] | None = None,
+        threads: int | None = None,
+        where: str | None = None,
+    ):
         """The table (or ``columns``) read now into a pandas DataFrame.
 
         Plain numeric columns are swapped out of the mapped rows in one pass on ``threads``
         threads (by default dask's ``num_workers``, else the CPU count); the whole table
-        is held in memory, so for large tables prefer :meth:`to_dask_dataframe`."""
+        is held in memory, so for large tables prefer :meth:`to_dask_dataframe`. With
+        ``where`` (see :meth:`where`), only the matching rows are read, indexed by row
+        number: one pass over the fields the expression names, then those rows' fields."""
+        if where is not None:
+            return to_pandas(self._readers(columns), rows=self.where(where))
         if threads is None:
             import dask
             from dask.system import CPU_COUNT
@@ -246,9 +306,11 @@ class TableAccess:
             threads = dask.config.get("num_workers", None) or CPU_COUNT
         return to_pandas(self._readers(columns), threads=threads)
 
-    def to_arrow(self, columns: Sequence[str] | None = None):
-        """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables)."""
-        return to_arrow(self._readers(columns))
+    def to_arrow(self, columns: Sequence[str] | None = None, where: str | None = None):
+        """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables); with
+        ``where`` (see :meth:`where`), only the matching rows."""
+        rows = None if where is None else self.where(where)
+        return to_arrow(self._readers(columns), rows=rows)
 
     def to_parquet(
         self,

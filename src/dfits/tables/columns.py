@@ -94,6 +94,28 @@ class ColumnReader:
         buf, start, stride = self._field_bytes(first, n)
         return self.values_at(buf, start, stride, n, first, frame=True)
 
+    def take(self, rows: np.ndarray, frame: bool = False) -> tuple[Any, np.ndarray | None]:
+        """The rows ``rows`` (ascending row numbers) as :meth:`rows` gives them, or with
+        ``frame`` as :meth:`rows_and_nulls` does: only those rows' fields are read (copied
+        out of the map locally, gathered in coalesced requests remotely)."""
+        c = self.column
+        rows = np.asarray(rows, np.int64)
+        m = len(rows)
+        first = int(rows[0]) if m else 0
+        if m == 0 or c.width == 0:
+            return self.values_at(np.zeros(0, np.uint8), 0, c.width, m, first, frame)
+        if self.source.mappable:
+            buf, start, stride = self._field_bytes(first, int(rows[-1]) - first + 1)
+            span = np.lib.stride_tricks.as_strided(
+                buf[start:], (int(rows[-1]) - first + 1, c.width), (stride, 1), writeable=False
+            )
+            fields = np.ascontiguousarray(span[rows - first]).reshape(-1)
+        else:
+            starts = self.offset + rows * self.row_bytes + c.offset
+            self.source.verify()
+            fields = self.source.gather(Runs(starts, c.width))
+        return self.values_at(fields, 0, c.width, m, first, frame)
+
     def values_at(
         self, buf: np.ndarray, start: int, stride: int, n: int, first: int, frame: bool = False
     ) -> tuple[Any, np.ndarray | None]:

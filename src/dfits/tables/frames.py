@@ -40,6 +40,7 @@ import numpy as np
 
 from dfits.tables.columns import ColumnReader
 from dfits.tables.fields import nullable, with_nan
+from dfits.tables.filters import Filter
 from dfits.tables.rowdecode import decode_columns
 
 if TYPE_CHECKING:
@@ -102,13 +103,21 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
 
 
 def to_pandas(
-    readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None, threads: int = 1
+    readers: Sequence[ColumnReader],
+    first: int = 0,
+    stop: int | None = None,
+    threads: int = 1,
+    rows: np.ndarray | None = None,
 ):
     """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame; the
     plain numeric columns are swapped out of the rows together on ``threads`` threads
-    (:mod:`dfits.tables.rowdecode`)."""
+    (:mod:`dfits.tables.rowdecode`). With ``rows`` (ascending row numbers, a filter's
+    :func:`~dfits.tables.filters.matching_rows`), only those rows, indexed by their number."""
     import pandas as pd
 
+    if rows is not None:
+        taken = {r.column.name: _series_values(r, *r.take(rows, frame=True)) for r in readers}
+        return pd.DataFrame(taken, index=pd.Index(rows, dtype=np.int64), copy=False)
     stop = readers[0].nrows if stop is None and readers else (stop or 0)
     native = decode_columns(readers, first, stop, threads) if stop > first else {}
     data = {}
@@ -124,13 +133,23 @@ def to_pandas(
     return pd.DataFrame(data, index=pd.RangeIndex(first, stop), copy=False)
 
 
-def _partition(bounds: tuple[int, int], readers: Sequence[ColumnReader]) -> pd.DataFrame:
-    return to_pandas(readers, *bounds)  # one thread: dask runs partitions side by side
+def _partition(
+    bounds: tuple[int, int], readers: Sequence[ColumnReader], where: Filter | None
+) -> pd.DataFrame:
+    # one thread: dask runs partitions side by side
+    if where is None:
+        return to_pandas(readers, *bounds)
+    return to_pandas(readers, rows=where.rows(*bounds))
 
 
-def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int | None = None):
+def to_dask_dataframe(
+    readers: Sequence[ColumnReader],
+    rows_per_partition: int | None = None,
+    where: Filter | None = None,
+):
     """A lazy dask DataFrame of the columns, ``rows_per_partition`` rows per partition:
-    each partition equals the same rows of :func:`to_pandas`, dtypes included."""
+    each partition equals the same rows of :func:`to_pandas`, dtypes included; with
+    ``where``, only its matching rows of each partition (indexed by row number)."""
     import dask
     import dask.dataframe as dd
 
@@ -139,7 +158,7 @@ def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int |
     if step < 1:
         raise ValueError(f"rows_per_partition must be positive, not {rows_per_partition!r}")
     bounds = [(a, min(a + step, nrows)) for a in range(0, nrows, step)] or [(0, 0)]
-    meta = to_pandas(readers, 0, 0)
+    meta = to_pandas(readers, 0, 0, rows=None if where is None else np.zeros(0, np.int64))
     divisions = [a for a, _ in bounds] + [max(nrows - 1, 0)]
     # dask's "dataframe.convert-string" (on when pyarrow is installed) would turn the object
     # columns that hold array cells into the text of their repr: the partitions and their
@@ -149,6 +168,7 @@ def to_dask_dataframe(readers: Sequence[ColumnReader], rows_per_partition: int |
             _partition,
             bounds,
             readers=list(readers),
+            where=where,
             meta=meta,
             divisions=divisions,
             enforce_metadata=False,
@@ -191,14 +211,20 @@ def _fixed(leaf: Any, size: int, n: int) -> Any:
     return pa.FixedSizeListArray.from_arrays(leaf, size)
 
 
-def to_arrow(readers: Sequence[ColumnReader], first: int = 0, stop: int | None = None):
-    """Rows ``first`` to ``stop`` as a ``pyarrow.Table`` (see the module docstring)."""
+def to_arrow(
+    readers: Sequence[ColumnReader],
+    first: int = 0,
+    stop: int | None = None,
+    rows: np.ndarray | None = None,
+):
+    """Rows ``first`` to ``stop`` (or the rows numbered ``rows``) as a ``pyarrow.Table``
+    (see the module docstring)."""
     import pyarrow as pa
 
     stop = readers[0].nrows if stop is None and readers else (stop or 0)
     arrays, fields = [], []
     for r in readers:
-        values, nulls = r.rows_and_nulls(first, stop)
+        values, nulls = r.rows_and_nulls(first, stop) if rows is None else r.take(rows, True)
         array = _arrow_column(r, values, nulls)
         c = r.column
         meta = {"tform": c.tform}
