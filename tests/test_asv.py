@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import os
 import pkgutil
 import subprocess
 import sys
@@ -135,3 +136,32 @@ def _cross_check(name: str, results: dict) -> None:
         if ref is None or want is None or _values(got) is None:
             continue
         assert np.allclose(_values(got), _values(want), rtol=1e-4, equal_nan=True), (name, combo)
+
+
+def test_asv_check_passes(tmp_path):
+    """``asv check`` (what ``./run asv check`` runs) finds no problem in the suite."""
+    pytest.importorskip("asv")
+    env = {**os.environ, "HOME": str(tmp_path)}  # a fresh machine: no ~/.asv-machine.json
+    out = subprocess.run(
+        [sys.executable, "-m", "asv", "check", "--python=same"],
+        cwd=BENCH.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "No problems found" in out.stdout
+
+
+def test_asv_continuous_arguments():
+    """``./run asv continuous [asv-run options] BASE HEAD``: options with values stay options."""
+    spec = importlib.util.spec_from_file_location("dfits_asv_run", BENCH.parent / "asv_run.py")
+    asv_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(asv_run)
+    args = ["--bench", "Stamps", "-f", "1.2", "--quick", "main", "HEAD", "-a", "repeat=3"]
+    opts, rest = asv_run.continuous_parser().parse_known_args(args)
+    assert (opts.base, opts.head, opts.factor) == ("main", "HEAD", 1.2)
+    assert (opts.run_bench, opts.run_a, rest) == (["Stamps"], ["repeat=3"], ["--quick"])
+    assert asv_run.continuous_parser().parse_args(["a", "b"]).factor == asv_run.FACTOR
