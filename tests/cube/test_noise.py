@@ -132,3 +132,33 @@ def test_mad_std_is_lazy_and_counts_in_four_passes(tmp_path, monkeypatch):
     got = float(lazy)
     assert calls == {"key_counts": 4 * nchunks, "decode": 4 * nchunks}
     assert got == pytest.approx(astropy_mad_std(cube.values, ignore_nan=True), rel=1e-6)
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_a_callable_threshold_mask_then_a_moment_stays_fused(tmp_path, counted, order):
+    """``with_mask(lambda c: c > t)`` then ``moment``: the kernel's threshold is the cut's
+    exact lower bound, and σ's count is the band kernel's; nothing decodes. A mask the kernel
+    cannot express (a band, a per-pixel map) decodes and gives the same values as numpy."""
+    import dask
+
+    path = spectral_cube_file(tmp_path, "vrad-3d")
+    cube = _open(path)
+    values = _open(path).values  # another DataArray: cube stays on disk
+    with dask.config.set({"array.chunk-size": "600B"}):
+        masked = cube.fits.with_mask(lambda c: c > 0.5)
+        band = cube.fits.with_mask(lambda c: (c > 0.5) & (c < 1.5))
+        counted.clear()
+        got = masked.fits.moment(order).values
+        nchunks = counted["weighted_sums"]
+        assert nchunks > 2
+        want = {"weighted_sums": nchunks} | ({"band_sum_count": nchunks} if order == 2 else {})
+        assert counted == want
+        banded = band.fits.moment(order).values
+    oracle = xr.DataArray(np.where(values > 0.5, values, np.nan), dims=cube.dims,
+                          coords=cube.coords, attrs=cube.attrs)  # fmt: skip
+    # float32 maps of float64 sums: equal to float32 rounding
+    np.testing.assert_allclose(got, oracle.fits.moment(order).values, rtol=1e-6, equal_nan=True)
+    inside = np.where((values > 0.5) & (values < 1.5), values, np.nan)
+    np.testing.assert_allclose(
+        banded, oracle.copy(data=inside).fits.moment(order).values, rtol=1e-6, equal_nan=True
+    )

@@ -15,6 +15,7 @@ import numpy as np
 
 from dfits._lazy import kernels
 from dfits.stored import passes
+from dfits.stored.cuts import CutValues
 from dfits.stored.stored import StoredChunk
 
 __all__ = [
@@ -137,6 +138,12 @@ def count_chunk(block, axes: tuple[int, ...], skipna: bool, band=None) -> dict:
     slice's size. Others are counted by the sum pass (memoised: a sum or mean of the same
     chunk then costs nothing more).
     """
+    if skipna and isinstance(block, CutValues) and block.nan_filled:
+        # x.where(x > t): its valid values are those of the stored chunk inside the cut's
+        # band (NaN never is), counted by the band kernel instead of decoding
+        cut = block.cut.band
+        band = cut if band is None else (max(cut[0], band[0]), min(cut[1], band[1]))
+        block = block.chunk
     if band is None and not (skipna and _can_be_missing(block)):
         size = np.prod([block.shape[a] for a in axes], dtype=np.int64)
         return {"n": np.broadcast_to(size, _kept(block.shape, axes))}  # read-only, no map

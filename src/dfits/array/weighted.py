@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
+from dfits.stored.cuts import CutValues
 from dfits.stored.stored import StoredChunk
 
 __all__ = ["weighted_sums"]
@@ -86,6 +87,12 @@ def _add(parts: Any, axis: Any, keepdims: bool) -> np.ndarray:
 
 
 def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None):
+    if _lower_cut(block):
+        # x.where(x > t) (a cube's with_mask(lambda c: c > t)): the cut's closed float64 lower
+        # bound is exactly the kernel's threshold (both compare the physical float64 value)
+        lo = block.cut.band[0]
+        threshold = lo if threshold is None else max(lo, threshold)
+        block = block.chunk
     if isinstance(block, StoredChunk) and not block.decoded:
         block.spec.check()
         out = kernels.weighted_sums(block.u, block.spec, axis, w, threshold=threshold)
@@ -94,6 +101,17 @@ def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None
         # block is widened once to float64 as numpy's own nansum would accumulate it
         out = _numpy_sums(np.asarray(block, dtype=np.float64), axis, w, threshold)
     return np.expand_dims(out, axis + 1)
+
+
+def _lower_cut(block: Any) -> bool:
+    """``block`` is a stored chunk's values above a bound, NaN elsewhere, in a type that holds
+    them exactly: what the kernel's threshold gives."""
+    return (
+        isinstance(block, CutValues)
+        and block.nan_filled
+        and block.cut.band[1] == np.inf
+        and np.can_cast(block.chunk.dtype, block.dtype, "safe")
+    )
 
 
 def _numpy_sums(v: np.ndarray, axis: int, w: np.ndarray, threshold: float | None):
