@@ -5,7 +5,8 @@ Tools (``benchmarks/tables.py``'s, which also writes the file): ``dfits``
 (``fits.open`` memmap + field + numpy), ``fitsio`` (``read(columns=...)`` + numpy) and
 ``LIMIT`` (numpy on a strided big-endian view of the mapped field). ``peakmem_parquet``
 converts three columns through ``to_dask_dataframe().to_parquet``: its peak must stay bounded
-by chunk x threads however large the table. The table is ``DFITS_ASV_SIZE`` bytes (default
+by chunk x threads however large the table (twin: ``astropy-eager``, ``Table.read`` then
+pandas' ``to_parquet``). The table is ``DFITS_ASV_SIZE`` bytes (default
 512 MiB; a few hundred KiB at ``DFITS_ASV_SCALE=tiny``).
 
 ``TableCases`` times the other cases of ``tables.py`` with its tools: ``cols3`` (three of the
@@ -86,7 +87,20 @@ class TableCases:
         return tables.run_case(case, tool, self.path, "")
 
 
+PARQUET_COLUMNS = ["E0", "D0", "J0"]  # tables_ops.dfits_parquet's
+
+
+def astropy_parquet(path: str, out: str) -> None:
+    """The astropy-eager twin of the conversion: ``Table.read`` of the HDU, the same three
+    columns to pandas, ``to_parquet``."""
+    from astropy.table import Table
+
+    Table.read(path, hdu=1)[PARQUET_COLUMNS].to_pandas().to_parquet(out, index=False)
+
+
 class ToParquet:
+    params: ClassVar[list] = [["dfits", "astropy-eager"]]
+    param_names: ClassVar[list] = ["tool"]
     number = 1
     repeat = (1, 1, 1.0) if TINY else (3, 5, 120.0)
     warmup_time = 0.0
@@ -97,13 +111,16 @@ class ToParquet:
 
     setup_cache.timeout = 900
 
-    def setup(self, path):
+    def setup(self, path, tool):
         require("pyarrow")
         self.out = tempfile.mkdtemp(prefix="dfits-asv-parquet-")
         prewarm(path)
 
-    def teardown(self, path):
+    def teardown(self, path, tool):
         shutil.rmtree(self.out, ignore_errors=True)
 
-    def peakmem_parquet(self, path):
-        tables.run_tool("parquet", path, str(Path(self.out) / "t.parquet"))
+    def peakmem_parquet(self, path, tool):
+        out = str(Path(self.out) / "t.parquet")
+        if tool == "astropy-eager":
+            return astropy_parquet(path, out)
+        return tables.run_tool("parquet", path, out)
