@@ -12,6 +12,7 @@ import xarray as xr
 from astropy.convolution import Gaussian2DKernel, convolve
 
 from dfits.cube.errors import BeamError
+from dfits.errors import DfitsError
 
 from .beamfiles import multibeam_file
 from .conftest import spectral_cube_file
@@ -100,7 +101,7 @@ def test_spatial_smooth_matches(tmp_path):
     want = sc.spatial_smooth(kernel, raise_error_jybm=False).filled_data[:].value
     got = da.chunk({"y": 3, "x": 4}).fits.spatial_smooth(kernel, raise_error_jybm=False)
     _check(got.values, want)
-    with pytest.raises(ValueError, match="2-d kernel"):
+    with pytest.raises(ValueError, match="must be 2-d"):
         da.fits.spatial_smooth(np.ones(3), raise_error_jybm=False)
 
 
@@ -116,3 +117,54 @@ def test_halos_make_chunked_planes_equal_whole_ones():
     want = np.stack([convolve(p, kernel, normalize_kernel=True) for p in values])
     want[np.isnan(values)] = np.nan
     _check(got.values, want)
+
+
+@pytest.mark.parametrize("kind", ["vopt-3d-blank", "freq-descending-4d"])
+def test_spatial_smooth_equals_spectral_cube_in_any_chunks(tmp_path, kind):
+    path = spectral_cube_file(tmp_path, kind)  # scaled int16 with BLANK; float32 4-D
+    da, sc = _open(path), _read(path)
+    kernel = Gaussian2DKernel(1.5, 0.8, theta=0.4)  # rotated: not separable
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sc.spatial_smooth(kernel, raise_error_jybm=False).filled_data[:].value
+    whole = da.fits.spatial_smooth(kernel, raise_error_jybm=False)
+    assert whole.dtype == np.float32
+    np.testing.assert_array_equal(whole.values, want)  # float64 FFTs, rounded to float32
+    # halos of the kernel's reach across chunk edges (y: 2 rows, x: 4 columns)
+    chunked = da.chunk({"y": 2, "x": 4}).fits.spatial_smooth(kernel, raise_error_jybm=False)
+    _check(chunked.values, want)
+    sigma = da.fits.spatial_smooth(1.5, raise_error_jybm=False).values
+    np.testing.assert_array_equal(
+        sigma, da.fits.spatial_smooth(Gaussian2DKernel(1.5), raise_error_jybm=False).values
+    )
+
+
+def test_fft_planes_equal_astropy_direct_in_float64():
+    from dfits.cube.smooth import fft_convolve
+
+    rng = np.random.default_rng(11)
+    plane = rng.standard_normal((23, 30))
+    plane[0:5, 0:6] = np.nan  # a corner blank wider than the kernel: weight 0 there
+    plane[12, 14] = np.nan
+    for kernel in (Gaussian2DKernel(1.0).array, rng.random((5, 3)) + 0.1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = convolve(plane, kernel)
+        got = fft_convolve(plane, kernel, {})
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
+        clean = np.nan_to_num(plane)
+        np.testing.assert_allclose(
+            fft_convolve(clean, kernel, {}), convolve(clean, kernel), rtol=0, atol=1e-12
+        )
+
+
+@pytest.mark.parametrize(
+    ("kernel", "match"),
+    [(np.ones((4, 3)), "odd size"), (np.zeros((3, 3)), "close to 0"), (0.0, "must be > 0")],
+)
+def test_spatial_smooth_refuses_bad_kernels(tmp_path, kernel, match):
+    da = _open(spectral_cube_file(tmp_path, "vrad-3d", beam=False))
+    with pytest.raises(DfitsError, match=match) as err:
+        da.fits.spatial_smooth(kernel, raise_error_jybm=False)
+    assert "vrad-3d.fits" in str(err.value)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dfits.kernels import oracle
-from dfits.kernels.smooth import TILE, convolve_axis
+from dfits.kernels.smooth import TILE, block_mean, convolve_axis
 
 from .conftest import make_stored, sampled_encodings
 
@@ -86,3 +86,40 @@ def test_convolve_axis_empty_one_value_and_bad_kernels(spec):
     for bad, match in bad_kernels:
         with pytest.raises(ValueError, match=match):
             convolve_axis(one, spec, 0, bad)
+
+
+def nanmean_runs(values: np.ndarray, axis: int, factor: int) -> np.ndarray:
+    """numpy's nanmean of each run of ``factor`` along ``axis`` (the last may be shorter)."""
+    v = np.moveaxis(np.asarray(values, dtype=np.float64), axis, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Mean of empty slice"
+        runs = [np.nanmean(v[i : i + factor], axis=0) for i in range(0, v.shape[0], factor)]
+    return np.moveaxis(np.stack(runs), 0, axis)
+
+
+@pytest.mark.parametrize("spec", sampled_encodings(), indirect=True)
+@pytest.mark.parametrize(("axis", "factor"), [(0, 3), (1, 2), (2, 5), (0, 11)])
+def test_block_mean_equals_nanmean(spec, rng, axis, factor):
+    stored = make_stored(spec, (11, 6, TILE + 3), rng)
+    if spec.bitpix < 0:
+        stored[0:4, 2, :] = np.nan  # a whole run without a value
+    values = oracle.decode(stored, spec)
+    u = stored.view(stored.dtype.newbyteorder("=").str.replace("i", "u").replace("f", "u"))
+    dtype = np.result_type(spec.physical, np.float32)
+    got = block_mean(u, spec, axis, factor)
+    expected = nanmean_runs(values, axis, factor)
+    assert got.dtype == dtype
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    rtol = 3e-7 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("spec", [e for e in sampled_encodings() if e.id == "f64"], indirect=True)
+def test_block_mean_empty_strided_and_bad_factor(spec):
+    assert block_mean(np.zeros((0, 4), "u8"), spec, 0, 2).shape == (0, 4)
+    values = np.arange(24.0).reshape(6, 4).astype(">f8")
+    u = values.view("u8")[:, ::2]
+    u.flags.writeable = False
+    np.testing.assert_array_equal(block_mean(u, spec, 0, 4), [[6.0, 8.0], [18.0, 20.0]])
+    with pytest.raises(ValueError, match="at least 1"):
+        block_mean(u, spec, 0, 0)

@@ -14,7 +14,11 @@ centre value back, as astropy does. ``keep_nan`` then puts NaN back where the in
 astropy decodes it, widened to float64; sums run in float64 in astropy's order and each
 result is rounded once to ``out``'s type.
 
-The kernel decodes a tile of columns along the whole axis once into a float64 workspace
+:func:`block_mean` averages runs of ``factor`` positions along ``B`` (the last run may be
+shorter), NaN and BLANK left out, NaN for a run without a value: ``np.nanmean`` of each run,
+accumulated in float64 and rounded once (spectral-cube's ``downsample_axis``).
+
+The convolution kernel decodes a tile of columns along the whole axis once into a float64 workspace
 (``nb × 256`` values: 800 KiB for 400 channels), then every tap is a multiply-add over the
 tile's contiguous columns. Windows without a NaN (the common case: a prefix count of rows
 holding one says which) skip the weight sum and divide by the kernel's sum, as astropy does
@@ -33,7 +37,7 @@ from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._run import flat
 from dfits.kernels._spec import Spec, normalize_axis, params
 
-__all__ = ["TILE", "convolve_axis", "convolve_kernel"]
+__all__ = ["TILE", "block_mean", "convolve_axis", "convolve_kernel", "mean_kernel"]
 
 #: columns decoded together: the workspace is ``nb × TILE`` float64 values per thread
 TILE = 256
@@ -174,3 +178,59 @@ def _steps(kind: Kind):
                 out[c] = top[c] / bot[c]
 
     return stripe, window
+
+
+def block_mean(
+    u: np.ndarray, spec: Spec, axis: int, factor: int, *, dtype: np.dtype | type | None = None
+) -> np.ndarray:
+    """Means of runs of ``factor`` positions of ``u`` along ``axis`` (the module docstring).
+
+    Returns a new C-ordered array of ``dtype`` (default: the physical type widened to at
+    least float32), ``ceil(n / factor)`` long along ``axis``.
+    """
+    kind, scale, zero, blank = params(u, spec)
+    (ax,) = normalize_axis(axis, u.ndim)
+    if factor < 1:
+        raise ValueError(f"the factor must be at least 1, not {factor!r}")
+    if dtype is None:
+        dtype = np.result_type(spec.physical, np.float32)
+    nb = u.shape[ax]
+    shape = (*u.shape[:ax], -(-nb // factor), *u.shape[ax + 1 :])
+    out = np.empty(shape, dtype=dtype)
+    if u.size == 0:
+        return out
+    outer = int(np.prod(u.shape[:ax]))
+    inner = int(np.prod(u.shape[ax + 1 :]))
+    base, geo = flat(u.reshape(outer, nb, inner))
+    mean_kernel(kind)(base, geo, int(factor), scale, zero, blank, out.reshape(outer, -1, inner))
+    return out
+
+
+@functools.cache
+def mean_kernel(kind: Kind):
+    """Return the kernel ``(base, geo, factor, scale, zero, blank, out)`` for one kind."""
+    phys = loaders(kind).phys
+
+    @inline
+    def runs(base, geo, factor, scale, zero, blank, out):
+        na, nb, nc, off, sa, sb = geo
+        total = np.empty(TILE)
+        count = np.empty(TILE)
+        for a in range(na):
+            for c0 in range(0, nc, TILE):
+                n = min(TILE, nc - c0)
+                for r in range(out.shape[1]):
+                    total[:n] = 0.0
+                    count[:n] = 0.0
+                    for b in range(r * factor, min(r * factor + factor, nb)):
+                        o = off + a * sa + b * sb + c0
+                        row = base[o : o + n]
+                        for c in range(n):
+                            v = np.float64(phys(row[c], scale, zero, blank))
+                            ok = v == v
+                            total[c] += v if ok else 0.0
+                            count[c] += 1.0 if ok else 0.0
+                    for c in range(n):
+                        out[a, r, c0 + c] = total[c] / count[c] if count[c] > 0 else np.nan
+
+    return entry(runs, kind)
