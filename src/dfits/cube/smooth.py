@@ -64,7 +64,7 @@ def fft_convolve(plane: np.ndarray, kernel: np.ndarray, cache: dict[Any, Any]) -
     >>> import numpy as np
     >>> plane = np.ones((4, 5)); plane[1, 1] = np.nan
     >>> fft_convolve(plane, np.ones((3, 3)), {})[0].round(6).tolist()
-    [0.5, 0.5, 0.5, 0.444444, 0.444444]
+    [0.375, 0.625, 0.625, 0.666667, 0.444444]
     """
     from scipy import fft
 
