@@ -139,3 +139,30 @@ def test_tdim_of_variable_length_arrays_bad():
     base = [("TFIELDS", 1), ("TTYPE1", "V"), ("TFORM1", "PJ(6)")]
     check_error([*base, ("TDIM1", "(3,x)")], 8, r"column 1 \('V'\): TDIM1 = '\(3,x\)' is not")
     check_error([*base, ("TDIM1", "(0,2)")], 8, r"TDIM1 = '\(0,2\)' has a zero axis")
+
+
+# -- scaling cards of the wrong type (issue 51) -------------------------------------------------
+_WRONG = {"undefined": None, "empty": "", "blank": "  ", "string": "abc", "logical": True}
+
+
+@pytest.mark.parametrize("kind", list(_WRONG))
+@pytest.mark.parametrize("key", ["TSCAL1", "TZERO1"])
+def test_tscal_tzero_of_the_wrong_type_name_the_card(key, kind):
+    value = _WRONG[kind]
+    pairs = [("TFIELDS", 1), ("TTYPE1", "A"), ("TFORM1", "J")]
+    image = f"{key:<8}=".encode().ljust(80) if value is None else card(key, value)
+    with pytest.raises(HeaderError, match=rf"'x.fits', HDU 1, column 1 \('A'\): {key} ") as err:
+        parse_table(Header(b"".join(card(k, v) for k, v in pairs) + image), False, 4, 1, 0,
+                    "file 'x.fits', HDU 1")  # fmt: skip
+    assert ("has no value" if value is None else "is not a finite number") in str(err.value)
+
+
+@pytest.mark.parametrize("kind", list(_WRONG))
+def test_tnull_of_the_wrong_type_matches_nothing(kind):
+    # as astropy's data: a TNULLn that is not an integer blanks nothing (values stay integers)
+    value = _WRONG[kind]
+    pairs = [("TFIELDS", 1), ("TFORM1", "J")]
+    image = b"TNULL1  =".ljust(80) if value is None else card("TNULL1", value)
+    table = parse_table(Header(b"".join(card(k, v) for k, v in pairs) + image), False, 4, 1, 0, "x")
+    assert table.columns[0].null is None
+    assert table.columns[0].dtype == np.dtype("int32")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,28 @@ def test_descriptor_outside_the_heap(spans, row, text):
         read_descriptors(rows(spans), parse_tiles(HEADER), "file 'x', HDU 1")
     assert "COMPRESSED_DATA" in str(info.value)
     assert "HDU 1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "tform"),
+    [("ZSCALE", "1A"), ("ZSCALE", "1L"), ("ZSCALE", "1X"), ("ZSCALE", "1C"), ("ZSCALE", "1M"),
+     ("ZSCALE", "1PD(1)"), ("ZZERO", "1A"), ("ZZERO", "1L"), ("ZBLANK", "1A"), ("ZBLANK", "1L"),
+     ("ZBLANK", "1E"), ("ZBLANK", "1D"), ("COMPRESSED_DATA", "1J")],
+)  # fmt: skip
+def test_quantisation_column_of_the_wrong_type_names_its_cards(name, tform):
+    # issue 51: a string or logical ZSCALE/ZZERO/ZBLANK cell was read as 8 bytes of a double,
+    # taking the next field's bytes; now the column's cards are a HeaderError
+    header = {"TFIELDS": 2, "TTYPE1": "COMPRESSED_DATA", "TFORM1": "1PB(9)", "TTYPE2": name,
+              "TFORM2": tform}  # fmt: skip
+    if name == "COMPRESSED_DATA":
+        header["TTYPE1"] = "OTHER"
+    at = re.escape(f"x: TTYPE2 = '{name}', TFORM2 = '{tform}': the {name} column must be")
+    with pytest.raises(HeaderError, match=at):
+        parse_columns(header, "x: ")
+
+
+@pytest.mark.parametrize(("name", "tform"), [("ZSCALE", "1E"), ("ZZERO", "1J"), ("ZBLANK", "1I")])
+def test_quantisation_columns_of_any_number_type(name, tform):
+    header = {"TFIELDS": 1, "TTYPE1": name, "TFORM1": tform}
+    (col,), _ = parse_columns(header)
+    assert (col.name, col.code) == (name, tform[1])

@@ -138,3 +138,68 @@ def test_repeated_bscale_last_applies_whatever_else_the_header_holds(tmp_path):
         np.testing.assert_array_equal(data, values * 3.0)
         np.testing.assert_array_equal(section, values * 3.0)
     np.testing.assert_array_equal(_astropy(clean), values * 3.0)
+
+
+# -- scaling cards of the wrong type (issue 51) -------------------------------------------------
+#: value fields of the wrong type: no value at all, empty and blank strings, text, logicals
+WRONG = {
+    "undefined": b"",
+    "empty": b"''",
+    "blank": b"'   '",
+    "string": b"'abc'",
+    "number-text": b"'2.0'",
+    "true": b"T",
+    "false": b"F",
+}
+
+
+def _wrong_card(key: str, kind: str) -> bytes:
+    value = WRONG[kind]
+    return (f"{key:<8}=".encode() + (b" " + value.rjust(20) if value else b"")).ljust(80)
+
+
+def _three_hdus(bad: bytes, at: int) -> bytes:
+    """A primary int16 image, an int32 and a float32 extension; ``bad`` in HDU ``at``."""
+    values = np.arange(6).reshape(2, 3)
+    specs = [((2, 3), 16, True), ((2, 3), 32, False), ((3, 2), -32, False)]
+    return fg.fits_file(
+        *(
+            fg.image_hdu(shape, bitpix, primary=primary, values=values.reshape(shape),
+                         extra=[("EXTNAME", f"E{i}")] + ([bad.decode()] if i == at else []))
+            for i, (shape, bitpix, primary) in enumerate(specs)
+        )
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("at", [0, 1])
+@pytest.mark.parametrize("kind", list(WRONG))
+@pytest.mark.parametrize("key", ["BSCALE", "BZERO"])
+def test_scaling_card_of_the_wrong_type_is_a_header_error_at_data_access(tmp_path, key, kind, at):
+    path = fg.write(tmp_path / "w.fits", _three_hdus(_wrong_card(key, kind), at))
+    with dfits.open(path) as f:
+        hdu = f[at]
+        assert key in hdu.header  # the header stays readable
+        assert hdu.raw.compute().shape == hdu.shape  # so do the stored values
+        named = rf"w\.fits', HDU {at} \('E{at}'\): {key} (has no value|= .* is not a number)"
+        with pytest.raises(dfits.HeaderError, match=named):
+            hdu.data  # noqa: B018
+        with pytest.raises(dfits.HeaderError, match=named):
+            hdu.section[:1]
+        with warnings.catch_warnings(), fits.open(path) as want:
+            warnings.simplefilter("ignore")
+            for other in {0, 1, 2} - {at}:  # the rest of the file reads as astropy's
+                np.testing.assert_array_equal(f[other].data.compute(), want[other].data)
+
+
+@pytest.mark.parametrize("kind", ["undefined", "empty", "blank", "string", "number-text"])
+def test_blank_card_of_the_wrong_type_is_ignored_with_a_warning(tmp_path, kind):
+    values = np.array([[0, 1, 2], [3, 4, 5]])
+    extra = [_wrong_card("BLANK", kind).decode()]
+    path = fg.write(tmp_path / "b.fits", fg.image_file((2, 3), 16, extra=extra, values=values))
+    message = r"BLANK (has no value \(nothing follows '='\)|= .* is not an integer); ignored"
+    with pytest.warns(DfitsWarning, match=message):
+        data, section = _dfits(path)
+    want = _astropy(path)  # astropy ignores them too
+    assert data.dtype == want.dtype.newbyteorder("=") == np.dtype("int16")
+    np.testing.assert_array_equal(data, want)
+    np.testing.assert_array_equal(section, want)

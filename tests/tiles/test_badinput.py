@@ -106,3 +106,100 @@ def test_nocompress_tile_bytes_disagreeing_with_the_tile_shape(tmp_path):
     for read in (lambda: hdu.data.compute(), lambda: hdu.section[5, 3]):
         with pytest.raises(DataError, match=rf"HDU 1.*tile 1 .*NOCOMPRESS.*{count - 2} bytes"):
             read()
+
+
+# -- scaling and Z cards of the wrong type (issue 51) -------------------------------------------
+_WRONG = {"undefined": b"", "empty": b"''", "string": b"'abc'", "logical": b"T"}
+
+
+def _three(compression: str) -> tuple[bytes, int]:
+    """An int16 primary image, a compressed image (int16 GZIP_1, or quantised float32 RICE_1,
+    ZSCALE/ZZERO columns) and an int32 extension; the bytes and where HDU 1's header starts."""
+    import io
+
+    from astropy.io import fits
+
+    if compression == "GZIP_1":
+        values = np.arange(16 * 20, dtype=np.int16).reshape(16, 20)
+    else:
+        values = np.linspace(0, 1, 16 * 20, dtype=np.float32).reshape(16, 20)
+    hdus = [
+        fits.PrimaryHDU(np.arange(6, dtype=np.int16)),
+        fits.CompImageHDU(values, compression_type=compression, tile_shape=(4, 20)),
+        fits.ImageHDU(np.arange(12, dtype=">i4").reshape(3, 4), name="DQ"),
+    ]
+    buf = io.BytesIO()
+    fits.HDUList(hdus).writeto(buf)
+    return buf.getvalue(), 5760
+
+
+def _set_card(blob: bytes, start: int, image: bytes) -> bytes:
+    """``blob`` whose header at ``start`` holds ``image`` (80 bytes) in place of the card of
+    the same keyword, or before END (into the block's blank padding)."""
+    key = image[:8]
+    at = start
+    while blob[at : at + 80] != b"END".ljust(80):
+        if blob[at : at + 8] == key:
+            return blob[:at] + image + blob[at + 80 :]
+        at += 80
+    assert blob[at + 80 : at + 160] == b" " * 80, "no room before the block's end"
+    return blob[:at] + image + b"END".ljust(80) + blob[at + 160 :]
+
+
+def _wrong(key: str, kind: str) -> bytes:
+    value = _WRONG[kind]
+    return (f"{key:<8}=".encode() + (b" " + value.rjust(20) if value else b"")).ljust(80)
+
+
+def _check_rest_reads(clean: bytes, f, hdu: int) -> None:
+    """Every HDU but ``hdu`` reads as astropy's of the ``clean`` file (astropy may fail on
+    the damaged one, `ZQUANTIZ  =` a KeyError); ``hdu``'s header stays readable."""
+    import io
+    import warnings
+
+    from astropy.io import fits
+
+    assert f[hdu].header.ncards > 0
+    assert f[hdu].kind == "compressed_image"
+    with warnings.catch_warnings(), fits.open(io.BytesIO(clean)) as want:
+        warnings.simplefilter("ignore")
+        for other in {0, 1, 2} - {hdu}:
+            np.testing.assert_array_equal(f[other].data.compute(), want[other].data)
+
+
+@pytest.mark.parametrize("kind", list(_WRONG))
+@pytest.mark.parametrize(
+    "key", ["ZSCALE", "ZZERO", "ZBLANK", "ZDITHER0", "ZQUANTIZ", "BSCALE", "BZERO"]
+)
+@pytest.mark.parametrize("compression", ["GZIP_1", "RICE_1"], ids=["int16", "quantised"])
+def test_z_or_scaling_keyword_of_the_wrong_type(tmp_path, compression, key, kind):
+    # the escape of issue 51: `ZSCALE  =` in a GZIP_1 integer image's header reached the
+    # dequantiser as None (a TypeError); every such value is a HeaderError naming the card
+    blob, start = _three(compression)
+    path = tmp_path / "z.fits"
+    path.write_bytes(_set_card(blob, start, _wrong(key, kind)))
+    with dfits.open(path) as f:
+        named = rf"z\.fits', HDU 1 \('COMPRESSED_IMAGE'\): {key}\b"
+        for read in (lambda: f[1].data, lambda: f[1].section[:2]):
+            with pytest.raises(HeaderError, match=named):
+                read()
+        _check_rest_reads(blob, f, 1)
+
+
+@pytest.mark.parametrize("tform", ["1L", "1A", "1X"])
+@pytest.mark.parametrize("column", ["ZSCALE", "ZZERO"])
+def test_quantisation_cells_of_the_wrong_type(tmp_path, column, tform):
+    # a ZSCALE/ZZERO column of logicals, characters or bits: its 1-byte cells were read as
+    # the 8 bytes of a double, taking the next field's bytes as the tiles' scale
+    blob, start = _three("RICE_1")
+    at = blob.index(f"'{column}".encode(), start) - 10  # the TTYPEn card
+    n = blob[at + 5 : at + 8].strip().decode()
+    form = blob.index(f"TFORM{n}".ljust(8).encode(), start)
+    image = f"TFORM{n}".ljust(8).encode() + f"= '{tform}'".encode()
+    path = tmp_path / "cells.fits"
+    path.write_bytes(blob[:form] + image.ljust(80) + blob[form + 80 :])
+    with dfits.open(path) as f:
+        named = rf"cells\.fits', HDU 1 .*TTYPE{n} = '{column}', TFORM{n} = '{tform}'"
+        with pytest.raises(HeaderError, match=named):
+            f[1].data  # noqa: B018
+        _check_rest_reads(blob, f, 1)

@@ -9,11 +9,13 @@ Bad input raises :class:`~dfits.errors.HeaderError` naming the file, the HDU, th
 the keyword: TFIELDS missing, not an integer or above 999; TFORMn missing or not parseable;
 the fields' widths not adding up to NAXIS1 (binary), TBCOLn missing, overlapping another
 field or running past the row (ASCII); THEAP before the end of the rows or past PCOUNT;
-TDIMn whose product is not the repeat count; TSCALn/TZEROn not numbers, or TSCALn = 0.
+TDIMn whose product is not the repeat count; TSCALn/TZEROn not numbers (undefined, a string,
+a logical), or TSCALn = 0.
 
 Merely unusual input still reads: a TTYPEn missing (the FITS standard makes it optional;
 ``nom-tam-fits/bt12.fits`` has none) names the column ``col<n>`` as astropy's ``Table``
-does; a TNULLn outside its type's range never matches and is dropped; THEAP leaving a gap
+does; a TNULLn of a binary column outside its type's range, or not an integer (undefined, a
+string, a logical), never matches and is dropped, as in astropy's data; THEAP leaving a gap
 after the rows (``astropy/theap-gap.fits``) and zero-width columns (``0D``) read normally.
 """
 
@@ -248,6 +250,8 @@ def _tbcol(header: Header, n: int, at: str) -> int:
 
 def _number(header: Header, key: str, default: float, at: str) -> float:
     value = header.get(key, default)
+    if value is None:
+        raise HeaderError(f"{at}: {key} has no value (nothing follows '='): it must be a number")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise HeaderError(f"{at}: {key} = {value!r} is not a finite number")
     return value

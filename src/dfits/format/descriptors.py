@@ -79,6 +79,7 @@ def parse_columns(header: Any, prefix: str = "") -> tuple[tuple[Column, ...], in
         if name in _WANTED:
             if repeat != 1:
                 raise HeaderError(f"{prefix}TFORM{i} = {tform!r}: {name} holds one value")
+            _check_kind(name, code, f"{prefix}TTYPE{i} = {name!r}, TFORM{i} = {tform!r}")
             columns.append(Column(name, offset, code, element))
         size = -(-repeat // 8) if code == "X" else repeat * _SIZES[code]
         offset += size
@@ -87,6 +88,16 @@ def parse_columns(header: Any, prefix: str = "") -> tuple[tuple[Column, ...], in
             f"{prefix}NAXIS1 = {header.get('NAXIS1')!r} but the TFORMn make rows of {offset} bytes"
         )
     return tuple(columns), offset
+
+
+def _check_kind(name: str, code: str, what: str) -> None:
+    """Refuse a ZSCALE/ZZERO/ZBLANK column whose cells are not numbers (strings, logicals,
+    bits, complex, arrays): reading them as a number would take bytes of the next field
+    (issue 51). ZBLANK is an integer; a byte of tile data is not a descriptor."""
+    wanted = {"ZSCALE": "BIJKED", "ZZERO": "BIJKED", "ZBLANK": "BIJK"}.get(name, "PQ")
+    if code not in wanted:
+        kinds = ", ".join(wanted)
+        raise HeaderError(f"{what}: the {name} column must be of type {kinds}, not {code}")
 
 
 @dataclass(frozen=True)

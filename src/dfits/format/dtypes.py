@@ -35,10 +35,11 @@ from typing import Literal
 
 import numpy as np
 
-from dfits.errors import DataError
+from dfits.errors import DataError, HeaderError
 
 __all__ = [
     "BITPIX_TO_STORED",
+    "UNDEFINED",
     "ByteOrder",
     "DecodeSpec",
     "Mode",
@@ -56,6 +57,23 @@ BITPIX_TO_STORED: dict[int, np.dtype] = {
     -32: np.dtype(">f4"),
     -64: np.dtype(">f8"),
 }
+
+
+class _Undefined:
+    """A card that is present but holds no value (``BSCALE  =`` and nothing after it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __reduce__(self) -> str:
+        return "UNDEFINED"
+
+
+#: What :func:`~dfits.format.scaling.scaling_values` gives for a scaling card without a
+#: value, so that it is told apart from an absent card (None).
+UNDEFINED = _Undefined()
 
 _UNSIGNED = {16: np.dtype("uint16"), 32: np.dtype("uint32"), 64: np.dtype("uint64")}
 
@@ -112,11 +130,15 @@ class DecodeSpec:
         The stored integer that means "no value", when it applies (``scaled`` mode only).
     error : str or None
         Why physical values cannot be known (BSCALE = 0, BSCALE not a number, ...); data access
-        raises :class:`~dfits.errors.DataError` with it. Headers stay readable.
+        raises it (:meth:`check`). Headers stay readable.
     byteorder : {">", "="}
         Byte order of the stored values: ``">"`` as FITS stores them, ``"="`` native (values
         a codec decoded). Kernels swap bytes only for the first; BLANK is the same integer
         either way.
+    bad_card : str or None
+        The keyword whose value is of the wrong type (undefined, a string, a logical): the
+        error is then a :class:`~dfits.errors.HeaderError` naming it; None for an error of a
+        number (BSCALE = 0, not finite), a :class:`~dfits.errors.DataError`.
     """
 
     bitpix: int
@@ -127,6 +149,7 @@ class DecodeSpec:
     blank: int | None = None
     error: str | None = None
     byteorder: ByteOrder = ">"
+    bad_card: str | None = None
 
     def __post_init__(self) -> None:
         # frozen: the normalised spelling goes in through object.__setattr__
@@ -153,9 +176,11 @@ class DecodeSpec:
         return self.is_float or self.blank is not None
 
     def check(self) -> None:
-        """Raise :class:`~dfits.errors.DataError` if physical values cannot be computed."""
+        """Raise if physical values cannot be computed: a
+        :class:`~dfits.errors.HeaderError` for a scaling card of the wrong type, else a
+        :class:`~dfits.errors.DataError`."""
         if self.error is not None:
-            raise DataError(self.error)
+            raise (HeaderError if self.bad_card else DataError)(self.error)
 
 
 def parse_bitpix(value: object) -> np.dtype:
@@ -195,9 +220,12 @@ def parse_decode_spec(
     bitpix : int
         A legal BITPIX (checked by the caller with :func:`parse_bitpix`).
     bscale, bzero, blank : object
-        The header values, or None when the keyword is absent. Anything may arrive here (a
-        string, a bool, ...): bad values become a deferred ``error`` or a warning, never an
-        exception, so that the header stays readable.
+        The header values, None when the keyword is absent, :data:`UNDEFINED` when its card
+        has no value. Anything may arrive here (a string, a bool, ...): bad values become a
+        deferred ``error`` or a warning, never an exception, so that the header stays
+        readable. A BSCALE or BZERO that is not a number (undefined, a string, empty or not,
+        a logical) is a deferred :class:`~dfits.errors.HeaderError` naming the card; BSCALE
+        = 0 or a non-finite number a deferred :class:`~dfits.errors.DataError`.
     where : str
         Message prefix naming the file and HDU.
     byteorder : {">", "="}
@@ -223,41 +251,52 @@ def parse_decode_spec(
     order = parse_byteorder(byteorder)
     warnings: list[str] = []
     prefix = f"{where}: " if where else ""
-    scale, zero, error = _parse_scaling(bscale, bzero, prefix)
+    scale, zero, error, card = _parse_scaling(bscale, bzero, prefix)
     blank_value = None
     if blank is not None:
         blank_value = _parse_blank(blank, bitpix, prefix, warnings)
     if error is not None:
         native = BITPIX_TO_STORED[bitpix].newbyteorder("=")
-        return DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order), warnings
+        spec = DecodeSpec(bitpix, native, "raw", 1.0, 0.0, None, error, order, card)
+        return spec, warnings
     # an integer BLANK on integer data makes the values floating point (room for NaN) even
     # when it is outside the stored type's range and so matches nothing, as astropy's data
     floats = bitpix > 0 and isinstance(blank, int) and not isinstance(blank, bool)
     return _classify(bitpix, scale, zero, blank_value, order, floats), warnings
 
 
+def _not_a_number(key: str, value: object, prefix: str) -> str:
+    if value is UNDEFINED:
+        return f"{prefix}{key} has no value (nothing follows '='): {key} must be a number"
+    return f"{prefix}{key} = {value!r} is not a number"
+
+
 def _parse_scaling(bscale: object, bzero: object, prefix: str):
-    """``(scale, zero, error)``: the numbers to apply, or why physical values are unknowable."""
-    error = None
+    """``(scale, zero, error, card)``: the numbers to apply, or why physical values are
+    unknowable (``card``: the keyword whose value is not a number at all)."""
+    error = card = None
     scale = 1.0 if bscale is None else _number(bscale)
     if scale is None:
-        error = f"{prefix}BSCALE = {bscale!r} is not a number"
+        error, card = _not_a_number("BSCALE", bscale, prefix), "BSCALE"
         scale = 1.0
     elif scale == 0 or not math.isfinite(scale):
         error = f"{prefix}BSCALE = {bscale!r}: physical values cannot be computed"
     zero = 0.0 if bzero is None else _number(bzero)
     if zero is None:
-        error = error or f"{prefix}BZERO = {bzero!r} is not a number"
+        if error is None:
+            error, card = _not_a_number("BZERO", bzero, prefix), "BZERO"
         zero = 0.0
     elif not math.isfinite(zero):
         error = error or f"{prefix}BZERO = {bzero!r}: physical values cannot be computed"
-    return scale, zero, error
+    return scale, zero, error, card
 
 
 def _parse_blank(blank: object, bitpix: int, prefix: str, warnings: list[str]) -> int | None:
     """The BLANK integer that applies, or None (with a warning saying why not)."""
     blank_value: int | None = None
-    if bitpix < 0:
+    if blank is UNDEFINED:
+        warnings.append(f"{prefix}BLANK has no value (nothing follows '='); ignored")
+    elif bitpix < 0:
         warnings.append(f"{prefix}BLANK = {blank!r} ignored on floating-point data")
     elif isinstance(blank, int) and not isinstance(blank, bool):
         blank_value = blank

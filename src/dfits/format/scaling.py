@@ -8,11 +8,17 @@ note names every value so that the choice is never silent. A ``HIERARCH BSCALE =
 is not the reserved keyword (HIERARCH is the convention for *other* keywords), so it scales
 nothing, as in astropy's data, though ``header["BSCALE"]`` finds it. A keyword spelled in
 lower case (``BLaNK``) is the keyword itself, as astropy (which upper-cases keywords) reads it.
+
+A card present without a value (``BSCALE  =`` and nothing after it) is
+:data:`~dfits.format.dtypes.UNDEFINED`, not None (absent): :func:`parse_decode_spec` makes an
+undefined BSCALE or BZERO an error at data access naming the card, as it does a string or a
+logical, and ignores an undefined BLANK with a warning.
 """
 
 from __future__ import annotations
 
 from dfits.format.cards import CARD_SIZE
+from dfits.format.dtypes import UNDEFINED
 from dfits.format.header import Header
 
 __all__ = ["SCALING", "scaling_values"]
@@ -21,7 +27,8 @@ SCALING = ("BSCALE", "BZERO", "BLANK")
 
 
 def scaling_values(header: Header, where: str, notes: list[str]) -> tuple[object, ...]:
-    """``(BSCALE, BZERO, BLANK)`` of ``header``, None where absent; the last of repeated cards.
+    """``(BSCALE, BZERO, BLANK)`` of ``header``, None where absent, :data:`UNDEFINED` where
+    the card has no value; the last of repeated cards.
 
     Examples
     --------
@@ -33,6 +40,8 @@ def scaling_values(header: Header, where: str, notes: list[str]) -> tuple[object
     ['x.fits, HDU 0: BSCALE appears 2 times (2, 3); the last, 3, applies as in astropy']
     >>> scaling_values(Header(b"HIERARCH BSCALE = 2".ljust(80)), "x", [])
     (None, None, None)
+    >>> scaling_values(Header(b"BZERO   =".ljust(80)), "x", [])
+    (None, UNDEFINED, None)
     """
     values: list[object] = []
     raw = header.tostring()
@@ -40,7 +49,7 @@ def scaling_values(header: Header, where: str, notes: list[str]) -> tuple[object
         n = header.count(key)
         image = key.ljust(8).encode()
         every = [
-            header[key, i]
+            UNDEFINED if (value := header[key, i]) is None else value
             for i in range(n)
             if raw[(p := header.locate(key, i) * CARD_SIZE) : p + 8].upper() == image
         ]

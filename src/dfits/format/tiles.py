@@ -186,9 +186,14 @@ def _check_cards(header: Any, prefix: str) -> None:
 
 
 def _number(header: Any, key: str, prefix: str, kind: type) -> Any:
+    """The keyword's number, None when absent; a card without a value (``ZSCALE  =``), a
+    string or a logical is a :class:`HeaderError` naming it (issue 51: an undefined ZSCALE
+    reached the dequantiser as None)."""
+    if key not in header:
+        return None
     value = header.get(key)
     if value is None:
-        return None
+        raise HeaderError(f"{prefix}{key} has no value (nothing follows '='): it must be a number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise HeaderError(f"{prefix}{key} = {value!r} must be a number")
     if kind is int and not float(value).is_integer():
@@ -200,6 +205,8 @@ def _quantisation(header: Any, columns: tuple[Column, ...], prefix: str) -> dict
     names = {c.name for c in columns}
     quantised = "ZSCALE" in names or "ZSCALE" in header
     method = header.get("ZQUANTIZ", "NO_DITHER")
+    if method is None:
+        raise HeaderError(f"{prefix}ZQUANTIZ has no value (nothing follows '=')")
     if not isinstance(method, str) or method.strip().upper() not in (
         *QUANTIZE_METHODS,
         "NONE",

@@ -102,7 +102,10 @@ def image_header(table: Header) -> tuple[Header, list[str]]:
         # (counted in logical cards: a long string's CONTINUE cards before them shift the
         # 80-byte positions, fuzz seed 8 case 9463)
         count = table.count(key)
-        if count and table[key, count - 1]:
+        # a zero is dropped, as astropy's `if bscale:`; a value that is not a number (none,
+        # a string, a logical) is kept, so that reading the data names it (issue 51)
+        last = table[key, count - 1] if count else 0
+        if last or not isinstance(last, int | float) or isinstance(last, bool):
             images = (table.card(key, i).image[8:] for i in range(count))
             tail += [key.ljust(8).encode("ascii") + image.encode("latin-1") for image in images]
     tail += [_renamed(table, z, key) for z, key in _TAIL if z in table]
