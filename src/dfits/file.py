@@ -263,6 +263,8 @@ class FitsFile(Sequence[HDU]):
             try:
                 return self._hdu(int(key))
             except IndexError:
+                if self.layout.stopped is not None and int(key) >= len(self):
+                    raise HeaderError(self.layout.stopped) from None  # the scan stopped there
                 raise HDUNotFoundError(
                     f"{where(self.filename)}: no HDU {key} (the file has {len(self)}: "
                     f"{self._names()})"
@@ -285,7 +287,8 @@ class FitsFile(Sequence[HDU]):
         return True
 
     def _names(self) -> str:
-        return ", ".join(f"{h.index}:{h.name or '-'}" for h in self.layout.hdus)
+        stop = "" if self.layout.stopped is None else f" (then: {self.layout.stopped})"
+        return ", ".join(f"{h.index}:{h.name or '-'}" for h in self.layout.hdus) + stop
 
     def info(self, output: Any = None) -> list[tuple[Any, ...]] | None:
         """Print a table of the HDUs, like astropy's ``HDUList.info()``.

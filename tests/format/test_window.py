@@ -79,3 +79,129 @@ def test_read_header_without_end(monkeypatch):
     buf, base = win.get(0, 2880)
     with pytest.raises(HeaderError, match="the end of the file"):
         read_header(win, buf, base, 0, 0, "f.fits")
+
+
+# -- where the cards stop (issue 51) ------------------------------------------------------------
+def _broken_end(blob: bytes, k: int) -> bytes:
+    """``blob`` with the END card of its ``k``-th header overwritten as ``END=`` (fuzzed)."""
+    ends = [i for i in range(0, len(blob), 80) if blob[i : i + 80] == b"END".ljust(80)]
+    return blob[: ends[k]] + b"END=    " + blob[ends[k] + 8 :]
+
+
+def _multi(tmp_path=None):
+    """A primary image and three extensions, written by astropy; its bytes (and path)."""
+    import io
+
+    import numpy as np
+    from astropy.io import fits
+
+    cube = np.linspace(-1, 1, 120, dtype=np.float32).reshape(4, 5, 6)
+    hdus = [
+        fits.PrimaryHDU(np.arange(6, dtype=np.int16)),
+        fits.ImageHDU(cube, name="SCI"),
+        fits.ImageHDU(np.arange(12, dtype=">i4").reshape(3, 4), name="DQ"),
+        fits.ImageHDU(np.arange(3, dtype=np.int16), name="LAST"),
+    ]
+    buf = io.BytesIO()
+    fits.HDUList(hdus).writeto(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("odd", "stops"), [(1440, False), (1441, True), (2880, True), (5, False)])
+def test_cards_stop_at_a_block_mostly_not_printable(odd, stops):
+    block = (bytes(odd) + b"COMMENT".ljust(2880))[:2880]
+    cards = b"HISTORY ok".ljust(2880)
+    assert window.cards_stop(cards + block + cards, 0, 3 * 2880) == (2880 if stops else -1)
+    # only whole blocks are judged: a partial one never stops the cards
+    assert window.cards_stop(cards + block, 0, 2880 + 2879) == -1
+
+
+def test_read_header_stops_where_the_cards_stop():
+    cards = fg.image_cards((), extra=[("HISTORY", f"line {i}") for i in range(20)])
+    blob = fg.header(cards, end=False) + bytes(2880) + fg.header([("COMMENT", "x")])
+    win = Window(Recorder(blob), len(blob), None)
+    buf, base = win.get(0, 2880)
+    with pytest.raises(window.CardsStopError, match=r"f.fits', HDU 3: .* at offset 2880") as err:
+        read_header(win, buf, base, 0, 3, "f.fits")
+    assert err.value.offset == 2880
+    assert isinstance(err.value, HeaderError)
+
+
+def test_read_header_stops_early_not_at_the_size_limit():
+    # END damaged before 8 MiB of zeros: the search stops at the first block of them, not
+    # after reading up to MAX_HEADER_BYTES (64 MiB) for an END card
+    blob = fg.header(fg.image_cards(()), end=False) + bytes(8 << 20)
+    read = Recorder(blob)
+    win = Window(read, len(blob), None)
+    buf, base = win.get(0, 2880)
+    with pytest.raises(window.CardsStopError, match="offset 2880"):
+        read_header(win, buf, base, 0, 1, "f.fits")
+    assert len(read.calls) == 1
+    assert read.calls[0][1] < 1 << 20
+
+
+def test_a_few_bad_bytes_in_a_long_header_stay_a_warning():
+    from dfits.errors import DfitsWarning
+    from tests.format.checks import scan_bytes
+
+    extra = [("HISTORY", f"line {i}") for i in range(40)] + ["COMMENT caf\xe9 \x00\x01"]
+    blob = fg.image_file((2, 3), 16, extra=extra)
+    with pytest.warns(DfitsWarning, match="outside printable ASCII"):
+        (hdu,) = scan_bytes(blob).hdus
+    assert hdu.shape == (2, 3)
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["ranges", "mapped"])
+@pytest.mark.parametrize(("k", "offset"), [(1, 8640), (2, 14400), (3, 20160)])
+def test_scan_keeps_the_hdus_before_a_header_that_runs_into_data(whole, k, offset):
+    from dfits.errors import DfitsWarning
+    from dfits.format.layout import scan
+
+    blob = _broken_end(_multi(), k)
+    read = lambda at, n: blob[at : at + n]  # noqa: E731
+    pattern = rf"t.fits', HDU {k}: .* cannot be cards at offset {offset}.* before it are read"
+    with pytest.warns(DfitsWarning, match=pattern):
+        layout = scan(read, len(blob), filename="t.fits", whole=blob if whole else None)
+    assert [h.index for h in layout.hdus] == list(range(k))
+    assert f"HDU {k}:" in layout.stopped
+    assert f"offset {offset}" in layout.stopped
+
+
+def test_primary_header_that_runs_into_data_is_an_error():
+    from tests.format.checks import scan_bytes
+
+    with pytest.raises(HeaderError, match=r"t.fits', HDU 0: .* cannot be cards at offset 2880"):
+        scan_bytes(_broken_end(_multi(), 0))
+
+
+def test_open_reads_the_hdus_before_and_names_the_broken_one(tmp_path):
+    import warnings
+
+    import numpy as np
+    from astropy.io import fits
+
+    import dfits
+    from dfits.errors import DfitsWarning, HDUNotFoundError
+
+    good = tmp_path / "good.fits"
+    good.write_bytes(_multi())
+    path = tmp_path / "broken.fits"
+    path.write_bytes(_broken_end(_multi(), 2))
+    with pytest.warns(DfitsWarning, match=r"HDU 2: .* cards at offset 14400"):
+        f = dfits.open(path)
+    with f, warnings.catch_warnings(), fits.open(good) as want:
+        warnings.simplefilter("error")  # nothing more to say about the HDUs before
+        assert len(f) == 2
+        assert [h.name for h in f] == ["PRIMARY", "SCI"]
+        for i in range(2):
+            np.testing.assert_array_equal(f[i].data.compute(), want[i].data)
+            np.testing.assert_array_equal(f[i].section[:2], want[i].data[:2])
+        assert f.info(output=False)[1][1] == "SCI"
+        where = r"broken.fits', HDU 2: the header that starts at offset \d+ runs into bytes"
+        with pytest.raises(HeaderError, match=where + r".*offset 14400"):
+            f[2]
+        with pytest.raises(HeaderError, match=where):
+            f[3]
+        with pytest.raises(HDUNotFoundError, match=r"no HDU named 'DQ'.*then: .*HDU 2"):
+            f["DQ"]
+        assert "DQ" not in f

@@ -57,7 +57,9 @@ _FACTS: dict[tuple, _Facts] = {}
 class Memo:
     """The previous HDU's description, for the next header with the same keywords."""
 
-    __slots__ = ("cards", "extver", "facts", "hit", "key", "keywords", "notes", "ranges")
+    __slots__ = (
+        "cards", "extver", "facts", "hit", "key", "keywords", "notes", "ranges", "stopped"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         #: warnings met so far, emitted by the scan's caller (pointing at the user's call)
@@ -70,6 +72,8 @@ class Memo:
         self.facts: _Facts | None = None
         #: True when the last HDU was described exactly like the one before it.
         self.hit = False
+        #: why the scan stopped before the end of the file (see FileLayout.stopped), or None
+        self.stopped: str | None = None
 
 
 def build_hdu(

@@ -94,11 +94,17 @@ class HDULayout:
 
 @dataclass(frozen=True)
 class FileLayout:
-    """Every HDU of a file, in order (``size`` None when the source did not know it)."""
+    """Every HDU of a file, in order (``size`` None when the source did not know it).
+
+    ``stopped``: why the scan stopped before the end of the file (a header that runs into
+    bytes that cannot be cards, naming the HDU and the offset), or None. The HDUs before it
+    are whole and readable; the one it names, and any after it, are not known.
+    """
 
     filename: str
     size: int | None
     hdus: tuple[HDULayout, ...]
+    stopped: str | None = None
 
 
 def check_shape(shape: tuple[int, ...], itemsize: int, where: str) -> None:

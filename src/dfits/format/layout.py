@@ -12,6 +12,13 @@ Bad input (see ``DESIGN.md``; every message names the file, HDU, keyword or offs
   whole rest of the file the data of one non-standard HDU);
 * no END card within the file, or within :data:`MAX_HEADER_BYTES` of the header's start
   (bounding the search when the size is unknown or the file is huge) → ``HeaderError``;
+* a header that runs into bytes that cannot be cards (a 2880-byte block, before any END card,
+  of which more than half the bytes are not printable ASCII: its END card is damaged and the
+  header has run into data; see :mod:`dfits.format.window`) → for the first HDU a
+  ``HeaderError`` naming the offset; for a later one, as astropy does with an extension it
+  cannot read, the scan stops there: the earlier HDUs are kept and readable,
+  ``FileLayout.stopped`` holds the ``HeaderError``'s message (the HDU and the offset where
+  the cards stop), and one ``DfitsWarning`` says it. Nothing is read from a guessed offset;
 * a mandatory keyword missing or duplicated, BITPIX illegal, NAXIS not in 0..999, NAXISn,
   PCOUNT or GCOUNT not a non-negative integer, or a mandatory card with bytes outside
   printable ASCII → ``HeaderError``;
@@ -43,7 +50,14 @@ from dfits.errors import DfitsWarning, HeaderError, NotFITSError, TruncatedFileE
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, END_CARD
 from dfits.format.describe import Memo, build_hdu, extend_run
 from dfits.format.geometry import FileLayout, HDULayout
-from dfits.format.window import MAX_HEADER_BYTES, MIN_WINDOW, Buffer, Window, read_header
+from dfits.format.window import (
+    MAX_HEADER_BYTES,
+    MIN_WINDOW,
+    Buffer,
+    CardsStopError,
+    Window,
+    read_header,
+)
 
 __all__ = ["MAX_HEADER_BYTES", "MAX_OFFSET", "FileLayout", "HDULayout", "scan"]
 
@@ -173,11 +187,12 @@ def _scan(
             raw = buf[rel : end + CARD_SIZE]
             data_offset = pos + BLOCK_SIZE
         else:
-            raw, ncards, data_offset = read_header(win, buf, base, pos, index, filename)
+            if (got := _read_long(win, buf, base, pos, index, filename, memo)) is None:
+                break  # the cards stop before an END card: the HDUs before it stay
+            raw, ncards, data_offset = got
             buf, base = win.buf, win.base
             stop = base + len(buf)
-        hdu = build_hdu(index, pos, raw, ncards, data_offset, filename, memo)
-        hdus.append(hdu)
+        hdus.append(hdu := build_hdu(index, pos, raw, ncards, data_offset, filename, memo))
         index += 1
         data_size = hdu.data_size
         nxt = data_offset - (-data_size // BLOCK_SIZE) * BLOCK_SIZE
@@ -199,7 +214,23 @@ def _scan(
             progress(pos, size, index)
     if progress is not None:
         progress(size if size is not None else pos, size, index)
-    return FileLayout(filename, size, tuple(hdus))
+    return FileLayout(filename, size, tuple(hdus), memo.stopped)
+
+
+def _read_long(
+    win: Window, buf: Buffer, base: int, pos: int, index: int, filename: str, memo: Memo
+) -> tuple[bytes, int, int] | None:
+    """:func:`read_header`; None where a later HDU's cards stop before an END card (the
+    reason in ``memo.stopped`` and its notes), as astropy stops at an extension it cannot
+    read. The first HDU's raises: there is no file without it."""
+    try:
+        return read_header(win, buf, base, pos, index, filename)
+    except CardsStopError as err:
+        if not index:
+            raise
+        memo.stopped = str(err)
+        memo.notes.append(f"{err}; the HDUs before it are read, none after")
+        return None
 
 
 def _no_more_hdus(

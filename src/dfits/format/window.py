@@ -7,6 +7,15 @@ reads on an object store — and resets after a long jump. Given the whole file 
 every request is a hit. :func:`read_header` finds a header's END card through it, searching
 at most :data:`MAX_HEADER_BYTES`, and raises :class:`~dfits.errors.HeaderError` when there is
 none.
+
+It also stops where the cards stop: a header that runs on into a whole 2880-byte block of
+which more than half the bytes lie outside printable ASCII (0x20-0x7E, the only bytes FITS
+allows in a header) has run into data (its END card is damaged or missing, as a fuzzed
+``END=`` or a swapped block makes it), and :class:`CardsStopError` names the HDU and that
+block's offset. Reading on to a later END card would take binary blocks for cards and the
+data from a guessed offset (issue 51: 108 cards and a wrong image). A few bad bytes in a card
+stay a warning (:mod:`dfits.format.mandatory`): only a block that is mostly not text stops
+the header, and the block holding the END card is not judged.
 """
 
 from __future__ import annotations
@@ -17,7 +26,15 @@ from collections.abc import Callable
 from dfits.errors import HeaderError, where
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, find_end
 
-__all__ = ["MAX_HEADER_BYTES", "MIN_WINDOW", "Buffer", "Window", "read_header"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MIN_WINDOW",
+    "Buffer",
+    "CardsStopError",
+    "Window",
+    "cards_stop",
+    "read_header",
+]
 
 #: The END card must come within this many bytes of a header's start (~800,000 cards).
 MAX_HEADER_BYTES = 64 * 2**20
@@ -28,6 +45,33 @@ MIN_WINDOW = 64 * 1024
 _MAX_WINDOW = 4 * 2**20
 #: What the scan accepts as the whole file: ``len``, slicing to bytes and ``find`` (an mmap).
 Buffer = bytes | mmap.mmap
+_PRINTABLE = bytes(range(0x20, 0x7F))
+
+
+class CardsStopError(HeaderError):
+    """A header runs into bytes that cannot be cards; ``offset`` is where they begin."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+def cards_stop(buf: Buffer, start: int, stop: int) -> int:
+    """Where the cards in ``buf[start:stop]`` stop: the start of the first whole 2880-byte
+    block (counted from ``start``) of which more than half the bytes are not printable
+    ASCII, or -1.
+
+    Examples
+    --------
+    >>> cards = b"COMMENT x".ljust(2880)
+    >>> cards_stop(cards + bytes(2880), 0, 5760), cards_stop(cards * 2, 0, 5760)
+    (2880, -1)
+    """
+    for at in range(start, stop - BLOCK_SIZE + 1, BLOCK_SIZE):
+        block = buf[at : at + BLOCK_SIZE]
+        if 2 * len(block.translate(None, _PRINTABLE)) > BLOCK_SIZE:
+            return at
+    return -1
 
 
 class Window:
@@ -71,11 +115,22 @@ class Window:
 def read_header(
     win: Window, buf: Buffer, base: int, pos: int, index: int, filename: str
 ) -> tuple[bytes, int, int]:
-    """Header at ``pos`` (through its END card), its card count and data offset."""
+    """Header at ``pos`` (through its END card), its card count and data offset.
+
+    Raises :class:`CardsStopError` where the header runs into bytes that cannot be cards
+    (see the module docstring), and :class:`~dfits.errors.HeaderError` without an END card.
+    """
     need = BLOCK_SIZE
+    judged = 0  # header bytes whose blocks are known to be cards
     while True:
         rel = pos - base
         end = find_end(buf, rel, rel + need)
+        # the whole blocks before the END card's block (all searched ones, without an END)
+        upto = (end - rel) // BLOCK_SIZE * BLOCK_SIZE if end >= 0 else min(need, len(buf) - rel)
+        bad = cards_stop(buf, rel + judged, rel + upto)
+        if bad >= 0:
+            _stopped(buf, bad, pos + bad - rel, pos, index, filename)
+        judged = max(judged, upto // BLOCK_SIZE * BLOCK_SIZE)
         if end >= 0:
             data_offset = pos - (-(end - rel + CARD_SIZE) // BLOCK_SIZE) * BLOCK_SIZE
             return buf[rel : end + CARD_SIZE], (end - rel) // CARD_SIZE, data_offset
@@ -90,3 +145,16 @@ def read_header(
             )
         need = min(need * 4, MAX_HEADER_BYTES)
         buf, base = win.get(pos, need)
+
+
+def _stopped(buf: Buffer, rel: int, offset: int, pos: int, index: int, filename: str) -> None:
+    block = buf[rel : rel + BLOCK_SIZE]
+    odd = len(block.translate(None, _PRINTABLE))
+    cards = (offset - pos) // CARD_SIZE
+    raise CardsStopError(
+        f"{where(filename, index)}: the header that starts at offset {pos} runs into bytes "
+        f"that cannot be cards at offset {offset}, after {cards} cards and no END card: "
+        f"{odd} of the 2880 bytes there are outside printable ASCII (the END card is "
+        f"damaged or missing); they begin {block[:24]!r}",
+        offset,
+    )
