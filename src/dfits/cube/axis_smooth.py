@@ -34,7 +34,7 @@ from dfits.cube.beams import keep_beams
 from dfits.cube.errors import SpectralError
 from dfits.cube.lazy import as_dask
 
-__all__ = ["along_chunks", "kernel_array", "native_values", "spectral_smooth"]
+__all__ = ["along_chunks", "as_chunk", "kernel_array", "native_values", "spectral_smooth"]
 
 
 def along_chunks(
@@ -122,11 +122,23 @@ def native_values(block: Any) -> tuple[np.ndarray, Any]:
     return view, DecodeSpec(bitpix=bitpix, physical=values.dtype, byteorder="=")
 
 
+def as_chunk(values: np.ndarray) -> Any:
+    """A task's native float result as a stored chunk (native byte order, as decoded tiles
+    are): the next step's reductions (a moment map) then run the fused kernels on it instead
+    of widening a copy to float64, and anything else decodes it (a copy) as any chunk."""
+    from dfits.format.dtypes import DecodeSpec
+    from dfits.stored.stored import StoredChunk
+
+    bitpix = -8 * values.dtype.itemsize
+    view = values.view(np.uint32 if bitpix == -32 else np.uint64)
+    return StoredChunk(view, DecodeSpec(bitpix=bitpix, physical=values.dtype, byteorder="="))
+
+
 def _smooth_block(block: Any, *, axis: int, kernel: np.ndarray, keep_nan: bool, out: Any):
     from dfits.kernels.smooth import convolve_axis
 
     u, spec = native_values(block)
-    return convolve_axis(u, spec, axis, kernel, keep_nan=keep_nan, dtype=out)
+    return as_chunk(convolve_axis(u, spec, axis, kernel, keep_nan=keep_nan, dtype=out))
 
 
 def spectral_smooth(

@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from dfits.cube import spectral
-from dfits.cube.axis_smooth import native_values
+from dfits.cube.axis_smooth import as_chunk, native_values
 from dfits.cube.beams import keep_beams
 from dfits.cube.errors import SpectralError
 from dfits.cube.lazy import as_dask
@@ -51,11 +51,11 @@ def dim_name(obj: xr.DataArray, dim: Any) -> str:
     return str(dim)
 
 
-def _mean_block(block: Any, *, axis: int, factor: int, out: Any) -> np.ndarray:
+def _mean_block(block: Any, *, axis: int, factor: int, out: Any) -> Any:
     from dfits.kernels.smooth import block_mean
 
     u, spec = native_values(block)
-    return block_mean(u, spec, axis, factor, dtype=out)
+    return as_chunk(block_mean(u, spec, axis, factor, dtype=out))
 
 
 def downsample_axis(

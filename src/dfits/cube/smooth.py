@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 
 from dfits.cube import spectral
-from dfits.cube.axis_smooth import kernel_array, native_values
+from dfits.cube.axis_smooth import as_chunk, kernel_array, native_values
 from dfits.cube.beams import beam_cards, cube_beams, keep_beams
 from dfits.cube.errors import BeamError
 
@@ -94,7 +94,7 @@ def _convolve_block(
     pixscale: float,
     convolve: Callable[..., Any] | None,
     block_info: Any = None,
-) -> np.ndarray:
+) -> Any:
     """Convolve the (…, channel, y, x) planes of one overlapped block."""
     from dfits.kernels import decode
 
@@ -123,7 +123,7 @@ def _convolve_block(
                 plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0
             )
         out[index] = np.where(np.isnan(plane), np.nan, smoothed * factor)
-    return out
+    return as_chunk(out)
 
 
 def convolve_planes(
