@@ -27,6 +27,7 @@ import xarray as xr
 
 from dfits.cube.coords import parse_wcs
 from dfits.cube.errors import SpectralError, WCSError
+from dfits.cube.index import with_world_index
 from dfits.errors import where
 from dfits.format.headertext import card_text, readable_header
 
@@ -206,7 +207,7 @@ def with_spectral_unit(
     out = obj if name == dim else obj.rename({dim: name, f"pixel_{dim}": f"pixel_{name}"})
     out = out.assign_coords({name: xr.Variable(name, values, attrs)})
     out.attrs = {**obj.attrs, "fits_header": _header_text(obj.attrs["fits_header"], new, fits_axis)}
-    return out
+    return with_world_index(out)  # label slices in either order, as the engine's
 
 
 def _convention_of(ctype: str) -> str:

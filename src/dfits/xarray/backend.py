@@ -33,6 +33,7 @@ from xarray.core import indexing
 
 from dfits.cube.coords import WCSPlan, axis_values, parse_wcs, plan_axes, stokes_names
 from dfits.cube.errors import WCSError
+from dfits.cube.index import with_world_index
 from dfits.errors import DfitsWarning, HDUNotFoundError, where
 from dfits.format.headertext import readable_header
 from dfits.xarray.files import open_file
@@ -205,7 +206,8 @@ def _dataset(
         dfits_storage_options=storage_options,
     )
     name = (h.name or f"hdu{h.index}").lower()
-    return xr.Dataset({name: var}, coords=coords, attrs={"fits_filename": f.filename})
+    ds = xr.Dataset({name: var}, coords=coords, attrs={"fits_filename": f.filename})
+    return with_world_index(ds)  # .sel(freq=slice(lo, hi)) on descending axes too
 
 
 class DfitsBackendEntrypoint(BackendEntrypoint):
