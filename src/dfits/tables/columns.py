@@ -20,7 +20,6 @@ It implements :class:`dfits.array.reader.Reader`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +27,9 @@ import numpy as np
 
 from dfits.errors import DataError
 from dfits.format.columns import Column
-from dfits.format.tform import BINARY_WIDTH
 from dfits.io.ranges import Runs
+from dfits.tables import heap
 from dfits.tables.fields import (
-    element_values,
     field_integers,
     field_values,
     integer_dtype,
@@ -98,23 +96,28 @@ class ColumnReader:
         """The rows ``rows`` (ascending row numbers) as :meth:`rows` gives them, or with
         ``frame`` as :meth:`rows_and_nulls` does: only those rows' fields are read (copied
         out of the map locally, gathered in coalesced requests remotely)."""
+        rows = np.asarray(rows, np.int64)
+        buf, start, stride = self._taken(rows)
+        first = int(rows[0]) if len(rows) else 0
+        return self.values_at(buf, start, stride, len(rows), first, frame)
+
+    def _taken(self, rows: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """The fields of the rows numbered ``rows``, packed, as :meth:`_field_bytes` gives
+        a block's (a message naming a row counts from the first of them)."""
         c = self.column
         rows = np.asarray(rows, np.int64)
-        m = len(rows)
-        first = int(rows[0]) if m else 0
-        if m == 0 or c.width == 0:
-            return self.values_at(np.zeros(0, np.uint8), 0, c.width, m, first, frame)
+        if len(rows) == 0 or c.width == 0:
+            return np.zeros(0, np.uint8), 0, c.width
+        first, span = int(rows[0]), int(rows[-1] - rows[0]) + 1
         if self.source.mappable:
-            buf, start, stride = self._field_bytes(first, int(rows[-1]) - first + 1)
-            span = np.lib.stride_tricks.as_strided(
-                buf[start:], (int(rows[-1]) - first + 1, c.width), (stride, 1), writeable=False
+            buf, start, stride = self._field_bytes(first, span)
+            fields = np.lib.stride_tricks.as_strided(
+                buf[start:], (span, c.width), (stride, 1), writeable=False
             )
-            fields = np.ascontiguousarray(span[rows - first]).reshape(-1)
-        else:
-            starts = self.offset + rows * self.row_bytes + c.offset
-            self.source.verify()
-            fields = self.source.gather(Runs(starts, c.width))
-        return self.values_at(fields, 0, c.width, m, first, frame)
+            return np.ascontiguousarray(fields[rows - first]).reshape(-1), 0, c.width
+        starts = self.offset + rows * self.row_bytes + c.offset
+        self.source.verify()
+        return self.source.gather(Runs(starts, c.width)), 0, c.width
 
     def values_at(
         self, buf: np.ndarray, start: int, stride: int, n: int, first: int, frame: bool = False
@@ -130,7 +133,7 @@ class ColumnReader:
                 values = values.astype(integer_dtype(c)) if frame else with_nan(values, nulls)
             return values, (nulls if frame else None)
         if c.code in "PQ":
-            return self._arrays(buf, start, stride, n, first), None
+            return heap.arrays(self, buf, start, stride, n, first), None
         if frame and isinstance(c.null, int) and (nullable(c) or c.dtype.kind == "f"):
             # TNULLn applies (the unsigned and int8 conventions ignore it, as astropy does)
             ints, nulls = field_integers(buf, start, stride, n, c)
@@ -194,84 +197,17 @@ class ColumnReader:
             f"{text!r} (TFORM{c.number} = {c.tform!r}) is not {article}"
         )
 
-    def _descriptors(self, buf, start, stride, n, first) -> tuple[np.ndarray, ...]:
-        """Element counts, heap offsets and byte sizes of the arrays of ``n`` rows; a
-        descriptor outside the heap is a ``DataError`` naming its row."""
-        c = self.column
-        desc = np.dtype(">i4" if c.code == "P" else ">i8")
-        field = np.lib.stride_tricks.as_strided(buf[start:], (n, c.width), (stride, 1))
-        pairs = np.ascontiguousarray(field).view(desc).reshape(n, 2).astype(np.int64)
-        code = c.form.element
-        counts = pairs[:, 0]
-        sizes = (counts + 7) // 8 if code == "X" else counts * BINARY_WIDTH[code]
-        offsets = pairs[:, 1]
-        bad = (counts < 0) | (offsets < 0) | (offsets + sizes > self.heap_size)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataError(
-                f"{self.where}, column {c.number} ({c.name!r}), row {first + i + 1}: the "
-                f"array descriptor (count {counts[i]}, offset {offsets[i]}) lies outside "
-                f"the heap of {self.heap_size} bytes (THEAP = {self.heap_offset})"
-            )
-        return counts, offsets, sizes
+    def holds_legacy_logicals(self) -> bool:
+        """True for a logical variable-length column of astropy <= 7.2's 0x00/0x01 bytes
+        (:func:`dfits.tables.heap.holds_legacy_logicals`)."""
+        return heap.holds_legacy_logicals(self)
 
-    def _arrays(self, buf, start, stride, n, first) -> np.ndarray:
-        """Variable-length arrays: one numpy array per row, read from the heap."""
-        c = self.column
-        out = np.empty(n, dtype=object)
+    def lists(self, first: int, stop: int, rows: np.ndarray | None = None):
+        """A numeric or logical variable-length column's elements of rows ``first`` to
+        ``stop`` (or of the rows numbered ``rows``), decoded, one after the other, and each
+        row's count: what an Arrow list array is made of."""
+        n = stop - first if rows is None else len(rows)
+        buf, start, stride = self._field_bytes(first, n) if rows is None else self._taken(rows)
         if n == 0:
-            return out
-        counts, offsets, sizes = self._descriptors(buf, start, stride, n, first)
-        lo = int(offsets.min())
-        hi = int((offsets + sizes).max())
-        heap = np.zeros(0, np.uint8)
-        if hi > lo:
-            heap = self.source.map(self.offset + self.heap_offset + lo, hi - lo)
-        code, legacy = c.form.element, self.legacy_logical
-        for i, (count, off, size) in enumerate(zip(counts, offsets, sizes, strict=True)):
-            raw = heap[off - lo : off - lo + size].reshape(1, size)
-            out[i] = self._shaped(_elements(raw, c, code, int(count), legacy), first + i)
-        return out
-
-    def holds_legacy_logicals(self, rows: int = 4096) -> bool:
-        """True for a logical variable-length column written by astropy <= 7.2, which stored
-        its values as 0x00/0x01 bytes instead of ``T``/``F``: as astropy 8 tells, the
-        column's arrays hold a 0x01 byte and no byte but 0x00 and 0x01 (a standard column
-        holds ``T``, ``F`` or NUL). Stops at the first other byte: one block of rows for a
-        standard column."""
-        seen = np.zeros(256, bool)
-        for a in range(0, self.nrows, rows):
-            m = min(rows, self.nrows - a)
-            buf, start, stride = self._field_bytes(a, m)
-            counts, offsets, _ = self._descriptors(buf, start, stride, m, a)
-            for count, off in zip(counts[counts > 0], offsets[counts > 0], strict=True):
-                at = self.offset + self.heap_offset + int(off)
-                seen[np.unique(self.source.map(at, int(count)))] = True
-            if seen[2:].any():
-                return False
-        return bool(seen[1])
-
-    def _shaped(self, values: Any, row: int) -> Any:
-        """A variable-length array in the shape TDIMn gives it (as astropy shapes it)."""
-        shape = self.column.array_shape
-        if not shape:
-            return values
-        per = math.prod(d for d in shape if d != -1)
-        if values.size % per:
-            c = self.column
-            raise DataError(
-                f"{self.where}, column {c.number} ({c.name!r}), row {row + 1}: an array of "
-                f"{values.size} elements cannot take the shape {shape} of TDIM{c.number}"
-            )
-        return values.reshape(shape)
-
-
-def _elements(raw: np.ndarray, column: Column, code: str, count: int, legacy: bool = False) -> Any:
-    if code == "L" and legacy:
-        return raw[0] != 0  # astropy <= 7.2's 0x00/0x01 (ColumnReader.holds_legacy_logicals)
-    if code == "A":
-        return strings(raw)[0] if raw.shape[1] else ""
-    if code == "X":
-        bits = np.unpackbits(raw, axis=1)[0, :count]
-        return bits.astype(bool)
-    return element_values(raw, column, code, (count,))[0]
+            return np.zeros(0, self.column.element_dtype), np.zeros(0, np.int64)
+        return heap.elements(self, buf, start, stride, n, first)

@@ -202,6 +202,24 @@ def _arrow_column(reader: ColumnReader, values: Any, nulls: np.ndarray | None):
     return leaf
 
 
+def _arrow_lists(reader: ColumnReader, values: np.ndarray, counts: np.ndarray) -> Any:
+    """A list array straight from the elements and counts of variable-length arrays (the
+    shape of a TDIMn is in the field's metadata, ``array_shape``)."""
+    import pyarrow as pa
+
+    ends = np.cumsum(counts, dtype=np.int64)
+    offsets = np.concatenate([np.zeros(1, np.int64), ends])
+    if values.dtype.kind == "c":
+        # no complex type in Arrow: (real, imaginary) pairs, as fixed complex cells are
+        pairs = np.ascontiguousarray(values).view(values.real.dtype)
+        leaf = pa.FixedSizeListArray.from_arrays(pa.array(pairs), 2)
+    else:
+        leaf = pa.array(values, pa.from_numpy_dtype(reader.column.element_dtype))
+    if offsets[-1] < 2**31:
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), leaf)
+    return pa.LargeListArray.from_arrays(pa.array(offsets), leaf)
+
+
 def _fixed(leaf: Any, size: int, n: int) -> Any:
     import pyarrow as pa
 
@@ -224,9 +242,12 @@ def to_arrow(
     stop = readers[0].nrows if stop is None and readers else (stop or 0)
     arrays, fields = [], []
     for r in readers:
-        values, nulls = r.rows_and_nulls(first, stop) if rows is None else r.take(rows, True)
-        array = _arrow_column(r, values, nulls)
         c = r.column
+        if c.code in "PQ" and c.form.element not in "AX":
+            array = _arrow_lists(r, *r.lists(first, stop, rows))
+        else:
+            values, nulls = r.rows_and_nulls(first, stop) if rows is None else r.take(rows, True)
+            array = _arrow_column(r, values, nulls)
         meta = {"tform": c.tform}
         if c.unit:
             meta["unit"] = c.unit
