@@ -11,6 +11,7 @@ of a process stopped by SIGPIPE (141). Progress bars go to stderr only when it i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -112,7 +113,7 @@ def _progress(args: argparse.Namespace) -> Any:
         from dask.diagnostics import ProgressBar
 
         return ProgressBar(minimum=1.0, out=sys.stderr)
-    return _Null()
+    return contextlib.nullcontext()
 
 
 def _axes(text: str | None, ndim: int) -> Any:
@@ -125,37 +126,94 @@ def _axes(text: str | None, ndim: int) -> Any:
     return axes
 
 
+#: ``dfits stats``'s statistics and the reduction each is
+_STATS = {"count": "count", "sum": "nansum", "mean": "nanmean", "std": "nanstd",
+          "min": "nanmin", "max": "nanmax"}  # fmt: skip
+#: arrays up to this many values are printed whole; larger ones as a summary
+_PRINTED = 12
+
+
 def _cmd_stats(args: argparse.Namespace) -> int:
     import dask
-    import numpy as np
 
     import dfits
     from dfits.array import reduce
     from dfits.array.scheduler import compute
 
+    names = _stat_names(args.stat)
+    kind = _output_kind(args.output, len(names))
+    if args.output and os.path.exists(args.output) and not args.overwrite:  # before the work
+        from dfits.errors import OutputExistsError, where
+
+        raise OutputExistsError(f"{where(args.output)}: exists; pass --overwrite to replace it")
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
     x = hdu.data
     axis = _axes(args.axis, x.ndim)
     # the reductions dfits owns: one fused kernel pass per chunk and statistic
-    names = {"count": "count", "sum": "nansum", "mean": "nanmean", "std": "nanstd"}
-    names |= {"min": "nanmin", "max": "nanmax"}
-    exprs = {name: reduce(x, how, axis=axis) for name, how in names.items()}
+    exprs = {name: reduce(x, _STATS[name], axis=axis) for name in names}
     print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
     with _progress(args), dask.config.set(scheduler="threads"):
-        values = compute(*exprs.values())
-    for name, value in zip(exprs, values, strict=True):
-        value = np.asarray(value)
-        text = f"{value.item():.8g}" if value.ndim == 0 else f"array {value.shape}: {value}"
-        print(f"  {name:<6} {text}")
+        values = dict(zip(exprs, compute(*exprs.values()), strict=True))
+    for name, value in values.items():
+        print(f"  {name:<6} {_stat_text(value)}")
+    if args.output:
+        _save_stats(args, values, kind)
+        print(f"wrote {', '.join(values)} to {args.output}")
     return 0
 
 
-class _Null:
-    def __enter__(self) -> None:
-        return None
+def _stat_names(text: str | None) -> list[str]:
+    names = list(_STATS) if text is None else [n.strip() for n in text.split(",")]
+    unknown = [n for n in names if n not in _STATS]
+    if unknown:
+        raise ValueError(f"--stat {unknown[0]!r}: choose from {', '.join(_STATS)}")
+    return names
 
-    def __exit__(self, *exc: object) -> None:
+
+def _output_kind(path: str | None, n: int) -> str | None:
+    """``fits``, ``npy`` or ``npz`` from ``path``'s suffix, before anything is computed."""
+    if path is None:
         return None
+    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
+    kind = {"fits": "fits", "fit": "fits", "fts": "fits", "npy": "npy", "npz": "npz"}.get(suffix)
+    if kind is None or (kind == "npy" and n != 1):
+        what = "a .npy file holds one array: pass --stat" if kind else "name a .fits, .npy, .npz"
+        raise ValueError(f"--output {path!r}: {what}")
+    return kind
+
+
+def _stat_text(value: Any) -> str:
+    """A statistic as text: integers as integers, floats to 8 digits, large arrays summed up."""
+    import numpy as np
+
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return str(value.item()) if value.dtype.kind in "iub" else f"{value.item():.8g}"
+    if value.size <= _PRINTED:
+        return f"array {value.shape}: {np.array2string(value, precision=8)}"
+    ok = value[np.isfinite(value)] if value.dtype.kind == "f" else value.ravel()
+    span = f"{_stat_text(ok.min())} .. {_stat_text(ok.max())}" if ok.size else "no value"
+    nan = f", {value.size - ok.size} NaN" if value.size > ok.size else ""
+    return f"array {value.shape} {value.dtype}: {span}{nan} (--output saves it)"
+
+
+def _save_stats(args: argparse.Namespace, values: dict[str, Any], kind: str | None) -> None:
+    import numpy as np
+
+    import dfits
+
+    arrays = {k: np.asarray(v) for k, v in values.items()}
+    if kind == "npy":
+        np.save(args.output, next(iter(arrays.values())))
+    elif kind == "npz":
+        np.savez(args.output, **arrays)
+    elif len(arrays) == 1:
+        dfits.to_fits(next(iter(arrays.values())), args.output, overwrite=args.overwrite)
+    else:  # one image extension per statistic, named after it
+        import xarray as xr
+
+        ds = xr.Dataset({k: ([f"axis{i}" for i in range(v.ndim)], v) for k, v in arrays.items()})
+        dfits.to_fits(ds, args.output, overwrite=args.overwrite)
 
 
 def _cmd_moment(args: argparse.Namespace) -> int:
@@ -258,6 +316,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--hdu", help="default: the first image HDU with data")
     p.add_argument("--axis", help="comma-separated numpy axes to reduce (default: all)")
+    p.add_argument("--stat", help=f"comma-separated statistics (default: {','.join(_STATS)})")
+    p.add_argument(
+        "--output",
+        help="save the statistics: a .fits file (one statistic: the primary HDU; several: "
+        "one extension each, EXTNAME the statistic), .npy (one statistic) or .npz",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     _add_progress_flags(p)
     p.set_defaults(func=_cmd_stats)
 

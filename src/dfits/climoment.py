@@ -81,6 +81,11 @@ def _spectral_numpy_axis(hdu: Any, ndim: int) -> int:
     return ndim - 1 - int(pixels[0])
 
 
+def _ctype(cube: Any, dim: str) -> str:
+    """The FITS type of ``cube``'s axis ``dim`` (FREQ, VRAD...), as its coordinate says."""
+    return str(cube[dim].attrs.get("ctype", dim)).split("-")[0] if dim in cube.coords else dim
+
+
 def _cube(args: argparse.Namespace, hdu: Any, key: Any, axis: int) -> Any:
     """The HDU as the engine's DataArray, over its chunks planned for reducing ``axis``."""
     import xarray as xr
@@ -96,7 +101,9 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
 
     import dfits
     from dfits.cube import spectral
+    from dfits.cube.errors import ConventionError
     from dfits.cube.moments import moment
+    from dfits.errors import where
 
     ndim = len(hdu.shape)
     if args.unit and args.axis is not None:
@@ -108,7 +115,15 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
     dim = str(cube.dims[axis])
     history = f"dfits moment {args.order} of {_ascii(args.file)}"
     if args.unit:
-        cube = spectral.with_spectral_unit(cube, args.unit, args.velocity_convention)
+        try:
+            cube = spectral.with_spectral_unit(cube, args.unit, args.velocity_convention)
+        except ConventionError as err:
+            # the API's message names its keyword; here the option is what the user types
+            raise ConventionError(
+                f"{where(args.file, hdu.index, hdu.name)}: --unit {args.unit} on this "
+                f"{_ctype(cube, dim)} axis is a velocity: pass --velocity-convention radio, "
+                "optical or relativistic"
+            ) from err
         dim = spectral.spectral_dim(cube)
         history += f" in {args.unit}"
     result = moment(cube, args.order, dim, threshold=args.clip)

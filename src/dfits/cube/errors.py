@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dfits.errors import DfitsError, HeaderError, SpectralError
 
-__all__ = ["BeamError", "RegionError", "SpectralError", "WCSError"]
+__all__ = ["BeamError", "ConventionError", "RegionError", "SpectralError", "WCSError"]
 
 
 class WCSError(HeaderError):
@@ -17,3 +17,8 @@ class RegionError(DfitsError, ValueError):
 
 class BeamError(SpectralError):
     """No beam where one is needed, an unusable beam, or a beam table that does not fit."""
+
+
+class ConventionError(SpectralError):
+    """A velocity asked of a non-velocity spectral axis without a velocity convention (or
+    with an unknown one): the command line names its option, the API its keyword."""

@@ -26,7 +26,7 @@ import numpy as np
 import xarray as xr
 
 from dfits.cube.coords import parse_wcs
-from dfits.cube.errors import SpectralError, WCSError
+from dfits.cube.errors import ConventionError, SpectralError, WCSError
 from dfits.cube.index import with_world_index
 from dfits.errors import where
 from dfits.format.headertext import card_text, readable_header
@@ -114,20 +114,22 @@ def spectral_dim(obj: xr.DataArray) -> str:
     return dims[0]
 
 
-def _target_ctype(current: str, unit: Any, convention: str | None, air: bool) -> str:
-    """The FITS spectral type (with ``-???`` for wcslib to choose the algorithm)."""
+def _target_ctype(current: str, unit: Any, convention: str | None, air: bool, name: str) -> str:
+    """The FITS spectral type (with ``-???`` for wcslib to choose the algorithm); ``name``
+    (the file and HDU) starts the errors."""
     physical = unit.physical_type
     if physical == "speed":
         if convention is None:
             if _prefix(current) in _DOPPLER:
                 return _prefix(current) + "-???"
-            raise SpectralError(
-                "converting to a velocity needs velocity_convention= "
-                f"{'/'.join(map(repr, CONVENTIONS))}"
+            raise ConventionError(
+                f"{name}: converting the {_prefix(current)} axis to {unit} (a velocity) needs "
+                f"velocity_convention= {'/'.join(map(repr, CONVENTIONS))}"
             )
         if convention not in CONVENTIONS:
-            raise SpectralError(
-                f"velocity_convention must be one of {list(CONVENTIONS)}, not {convention!r}"
+            raise ConventionError(
+                f"{name}: velocity_convention must be one of {list(CONVENTIONS)}, "
+                f"not {convention!r}"
             )
         return CONVENTIONS[convention] + "-???"
     ctype = next((c for name, c in _PHYSICAL.items() if physical == name), None)
@@ -179,7 +181,7 @@ def with_spectral_unit(
     new = wcs.deepcopy()
     if rest_value is not None:
         _set_rest(new, rest_value)
-    ctype = _target_ctype(new.wcs.ctype[spec], unit, velocity_convention, air)
+    ctype = _target_ctype(new.wcs.ctype[spec], unit, velocity_convention, air, describe(obj))
     try:
         new.wcs.sptr(ctype, spec)
         new.wcs.set()
