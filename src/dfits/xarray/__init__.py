@@ -9,6 +9,8 @@ accessor share the opener of :mod:`dfits.xarray.files` and never import each oth
 >>> import xarray as xr, dfits.xarray
 >>> ds = xr.open_dataset("cube.fits", engine="dfits")     # doctest: +SKIP
 >>> ds["primary"].fits.moment(0).compute()                 # doctest: +SKIP
+>>> many = xr.open_mfdataset(paths, combine_attrs=dfits.xarray.combine_attrs)  # doctest: +SKIP
+>>> many.attrs["fits_filenames"]                           # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dfits.cube.errors import RegionError, WCSError
 # Registers the accessor: the entry point's module import runs this package first.
 from dfits.xarray.accessor import FitsDataArrayAccessor, FitsDatasetAccessor
 from dfits.xarray.backend import DfitsBackendEntrypoint, open_hdu_dataset
+from dfits.xarray.combine import combine_attrs
 
 __all__ = [
     "DfitsBackendEntrypoint",
@@ -25,5 +28,6 @@ __all__ = [
     "FitsDatasetAccessor",
     "RegionError",
     "WCSError",
+    "combine_attrs",
     "open_hdu_dataset",
 ]
