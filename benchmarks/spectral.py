@@ -4,6 +4,8 @@
         [--cases moments,slab0,convolve] [--cases-extra] [--once convolve]
         [--convolve-channels 16] [--tools dfits,spectral-cube,spectral-cube-dask]
     python benchmarks/spectral.py --shape 256,1024,1024 --cases peakvel,madstd  # issue 43
+    python benchmarks/spectral.py --shape 256,1024,1024 \
+        --cases smooth_spectral,smooth_spatial,convolve_to,downsample  # issue 45
 
 Cases, each counting the whole call (open, ``with_spectral_unit("km/s", "radio")``, the maps):
 ``moments``: moment-0 (Σ I·Δv, Jy/beam·km/s), moment-1 and moment-2 as the line width σ, both
@@ -33,6 +35,24 @@ raise), which the check maps to NaN, as ``peak_velocity`` and ``argmax_world`` g
 before ``.compute()``) against ``astropy``: ``mad_std(fits.getdata(path), ignore_nan=True)``,
 the read included (getdata memory-maps the file; mad_std's nanmedian reads and copies it).
 Each case runs only the tools of ``--tools`` that apply to it (:data:`CASE_TOOLS`).
+
+Issue 45's smoothing figures, chosen with ``--cases``, each on the whole cube then (but
+``downsample``) the moment-0 map in km/s as in ``moments``: ``smooth_spectral``, a Gaussian
+of σ = 2 channels along the spectral axis (dfits' ``spectral_smooth(2.0)``, spectral-cube's
+``spectral_smooth(Gaussian1DKernel(2))``); ``smooth_spatial``, a Gaussian of σ = 2 pixels in
+every plane (``spatial_smooth``, Jy/beam allowed); ``convolve_to``, the whole cube to a beam
+1.5x its own, each tool's default convolution (dfits' float64 real FFTs, spectral-cube's
+``convolve_fft``); ``downsample``, ``downsample_axis(4)`` along the spectral axis, the cube
+itself kept (no moment). Tools: ``dfits``, ``spectral-cube`` (eager) and ``scipy``: the cube
+loaded whole with ``astropy.io.fits.getdata`` (NaN set to 0, as scipy.ndimage cannot skip
+them), then ``scipy.ndimage.gaussian_filter1d``/``gaussian_filter`` (``mode="constant"``,
+``truncate=4``: astropy's ±4σ kernel), ``scipy.signal.fftconvolve`` with spectral-cube's
+kernel, or numpy's ``nanmean`` over ``reshape``d runs, then a numpy moment-0 (``nansum`` ×
+|Δv|). scipy does not renormalise around NaN, so its maps differ near the blanked channels
+(its ``agrees`` may read False there): its column is for time. spectral-cube's
+``spectral_smooth`` convolves spectrum by spectrum (one astropy call each: ~4 ms per
+spectrum on this machine class, so ~1 h per run for 256 x 1024 x 1024): pass ``--once`` with
+it and a smaller ``--shape`` (e.g. 256,512,512) unless the budget allows.
 
 Run time: convolving one 1024² plane costs every tool ~0.5–1.5 s (convolve_fft pads it to
 2048², NaN interpolation doubles the transforms), so all 256 channels at 5 rounds would take
@@ -82,19 +102,22 @@ CASES = ("moments", "slab0", "convolve")
 EXTRA_CASES = ("moment01", "sigma")
 #: the beam written into the benchmark cube (degrees): 4 × 3 pixels of 1e-4 deg
 BEAM = (("BMAJ", 4.0e-4), ("BMIN", 3.0e-4), ("BPA", 30.0))
-#: issue 43's figures (peak_velocity, the global mad_std), chosen with ``--cases``
-FIGURE_CASES = ("peakvel", "madstd")
-TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask", "dfits-reduce", "astropy")
+#: issue 43's figures (peak_velocity, the global mad_std) and issue 45's smoothing, by --cases
+SMOOTH_CASES = ("smooth_spectral", "smooth_spatial", "convolve_to", "downsample")
+FIGURE_CASES = ("peakvel", "madstd", *SMOOTH_CASES)
+TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask", "dfits-reduce", "astropy", "scipy")
 MAP_TOOLS = ("dfits", "spectral-cube", "spectral-cube-dask")
 #: the tools a case runs (those of --tools it names), and the one the others are checked against
 CASE_TOOLS = {"peakvel": ("dfits", "dfits-reduce", "spectral-cube", "spectral-cube-dask"),
-              "madstd": ("dfits", "astropy")}  # fmt: skip
+              "madstd": ("dfits", "astropy"),
+              **dict.fromkeys(SMOOTH_CASES, ("dfits", "spectral-cube", "scipy"))}  # fmt: skip
 ORACLES = {"madstd": "astropy"}
 
 WORKER = r"""
 import json, sys, time
 import numpy as np
 tool, case, path, out, once, nconv = sys.argv[1:7]
+SMOOTH = ("smooth_spectral", "smooth_spatial", "convolve_to", "downsample")
 import astropy.units as u
 from astropy.convolution import convolve_fft
 from radio_beam import Beam
@@ -119,10 +142,22 @@ if tool.startswith("dfits"):
             m = cube.fits.mad_std()
         seen["lazy"] = isinstance(m.data, dask.array.Array) and not ran
         return [np.asarray(m.data.compute())]
+    def smooth(cube):  # issue 45's cases: the smoothing, then (but downsample) moment 0
+        f = cube.fits
+        if case == "downsample":
+            return None, [np.asarray(f.downsample_axis(4).data.compute())]
+        cube = {"smooth_spectral": lambda: f.spectral_smooth(2.0),
+                "smooth_spatial": lambda: f.spatial_smooth(2.0, raise_error_jybm=False),
+                "convolve_to": lambda: f.convolve_to(wider(f.beam))}[case]()
+        return cube, None
     def run():
         cube = xr.open_dataarray(path, engine="dfits")
         if case == "madstd":
             return mad(cube)
+        if case in SMOOTH:
+            cube, done = smooth(cube)
+            if done:
+                return done
         if case == "convolve":
             dim = cube.fits.spectral_dim
             cube = cube.isel({dim: middle(cube.sizes[dim])})
@@ -143,12 +178,47 @@ elif tool == "astropy":
     from astropy.stats import mad_std
     def run():  # the read included: getdata memory-maps the file, nanmedian reads a copy
         return [np.asarray(mad_std(fits.getdata(path), ignore_nan=True))]
+elif tool == "scipy":
+    from astropy.io import fits
+    from astropy.wcs import WCS
+    from scipy import ndimage, signal
+    def dv(header):  # |Δv| of a channel in km/s (radio), from the header's FREQ axis
+        spec = WCS(header).spectral
+        nu = spec.pixel_to_world_values(np.array([0.0, 1.0])) * u.Hz
+        v = nu.to(u.km / u.s, u.doppler_radio(header["RESTFRQ"] * u.Hz))
+        return abs(float(v[1].value - v[0].value))
+    def run():
+        data, header = fits.getdata(path, header=True)
+        data = np.nan_to_num(data.astype(np.float32))  # native; scipy cannot skip NaN
+        if case == "downsample":
+            n = data.shape[0] // 4 * 4
+            return [np.nanmean(data[:n].reshape(-1, 4, *data.shape[1:]), axis=1)]
+        if case == "smooth_spectral":
+            data = ndimage.gaussian_filter1d(data, 2.0, axis=0, mode="constant", truncate=4.0)
+        elif case == "smooth_spatial":
+            data = ndimage.gaussian_filter(data, (0, 2.0, 2.0), mode="constant", truncate=4.0)
+        elif case == "convolve_to":
+            b = Beam.from_fits_header(header)
+            scale = abs(header["CDELT2"]) * u.deg
+            k = wider(b).deconvolve(b).as_kernel(scale).array
+            ratio = float(wider(b).sr / b.sr)
+            data = signal.fftconvolve(data, (k / k.sum())[None], mode="same", axes=(1, 2)) * ratio
+        return [np.nansum(data, axis=0) * dv(header)]
 else:
     import warnings
     warnings.simplefilter("ignore")
     from spectral_cube import SpectralCube
+    from astropy.convolution import Gaussian1DKernel, Gaussian2DKernel
     def run():
         sc = SpectralCube.read(path, use_dask=tool.endswith("dask"))
+        if case == "downsample":
+            return [np.asarray(sc.downsample_axis(4, 0, progressbar=False).filled_data[:].value)]
+        if case == "smooth_spectral":
+            sc = sc.spectral_smooth(Gaussian1DKernel(2.0))
+        if case == "smooth_spatial":
+            sc = sc.spatial_smooth(Gaussian2DKernel(2.0), raise_error_jybm=False)
+        if case == "convolve_to":
+            sc = sc.convolve_to(wider(sc.beam))
         if case == "convolve":
             sc = sc[middle(sc.shape[0])]
             sc = sc.convolve_to(wider(sc.beam), convolve=convolve_fft)
@@ -279,8 +349,12 @@ def _median(values: list[float], fmt: str) -> str:
     return format(statistics.median(values), fmt) if values else "n/a"
 
 
-#: issue 43's goals: dfits at least this many times as fast as the tool
-GOALS = {("peakvel", "spectral-cube"): 3.0, ("madstd", "astropy"): 2.0}
+#: the issues' goals: dfits at least this many times as fast as the tool, (ratio, issue)
+GOALS = {("peakvel", "spectral-cube"): (3.0, 43), ("madstd", "astropy"): (2.0, 43),
+         ("smooth_spectral", "spectral-cube"): (10.0, 45), ("smooth_spectral", "scipy"): (2.0, 45),
+         ("smooth_spatial", "spectral-cube"): (5.0, 45),
+         ("convolve_to", "spectral-cube"): (1.5, 45),
+         ("downsample", "spectral-cube"): (5.0, 45)}  # fmt: skip
 #: ... and peak_velocity at most this many times dfits-reduce's time
 REDUCE_BOUND = 1.2
 
@@ -291,13 +365,13 @@ def _speedups(case: str, table: dict) -> list[str]:
     lines = []
     for tool, key in (("spectral-cube", "again"), ("spectral-cube-dask", "again"),
                       ("spectral-cube", "first"), ("astropy", "again"),
-                      ("astropy", "first")):  # fmt: skip
+                      ("astropy", "first"), ("scipy", "again"), ("scipy", "first")):  # fmt: skip
         theirs = table.get(tool, {}).get(key)
         if mine.get(key) and theirs:
             ratio = statistics.median(theirs) / statistics.median(mine[key])
             when = "warm" if key == "again" else "fresh process"
-            goal = GOALS.get((case, tool))
-            want = f"; issue 43: >= {goal:g}x" if goal else ""
+            goal, issue = GOALS.get((case, tool), (None, None))
+            want = f"; issue {issue}: >= {goal:g}x" if goal else ""
             lines.append(f"- {case}: dfits is {ratio:.1f}x {tool} ({when}{want})")
     return lines
 
