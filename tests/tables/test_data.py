@@ -95,3 +95,27 @@ def test_a_broken_table_header_raises_at_data(tmp_path):
         hdu.data  # noqa: B018
     f = dfits.open(path)
     assert f.info(output=False)[1][5:] == ("3R x 1C", "[Z]")
+
+
+def test_read_gives_every_column_as_hdu_column(table):
+    """``hdu.read`` (one pass for every column) equals ``hdu.column(name).compute()`` for
+    every kind, and with ``where=`` the same rows of each."""
+    hdu = dfits.open(table)[1]
+    got = hdu.read()
+    assert list(got) == hdu.colnames
+    first = hdu.colnames[4]
+    rows = hdu.where(f"isfinite({first})" if hdu.kind == "table" else "E > 0")
+    some = hdu.read(hdu.colnames[::2], where="E > 0" if hdu.kind == "bintable" else None)
+    for c in hdu.columns:
+        want = hdu.column(c.name).compute()
+        assert got[c.name].dtype == want.dtype, c.name
+        if c.code in "PQ":
+            _equal(list(got[c.name]), list(want), c.name)
+        else:
+            np.testing.assert_array_equal(got[c.name], want, err_msg=c.name)
+        if hdu.kind == "bintable" and c.name in some:
+            part = some[c.name]
+            if c.code in "PQ":
+                _equal(list(part), list(want[rows]), c.name)
+            else:
+                np.testing.assert_array_equal(part, want[rows], err_msg=c.name)

@@ -26,6 +26,7 @@ from dfits.tables.filters import Filter, compile_filter
 from dfits.tables.frames import (
     column_chunks,
     default_rows,
+    read_columns,
     to_arrow,
     to_dask_dataframe,
     to_pandas,
@@ -84,6 +85,16 @@ def columns_text(columns: Sequence[Column], indent: str = "    ") -> str:
         cells = [f"{v:<{w}}" for v, w in zip(r, widths, strict=False)] + [r[-1]]
         lines.append((indent + "  ".join(cells)).rstrip())
     return "\n".join(lines)
+
+
+def _threads(threads: int | None) -> int:
+    """Threads of an eager read: dask's ``num_workers`` when set, else the CPU count."""
+    if threads is not None:
+        return threads
+    import dask
+    from dask.system import CPU_COUNT
+
+    return dask.config.get("num_workers", None) or CPU_COUNT
 
 
 class TableAccess:
@@ -299,18 +310,37 @@ class TableAccess:
         number: one pass over the fields the expression names, then those rows' fields."""
         if where is not None:
             return to_pandas(self._readers(columns), rows=self.where(where))
-        if threads is None:
-            import dask
-            from dask.system import CPU_COUNT
-
-            threads = dask.config.get("num_workers", None) or CPU_COUNT
-        return to_pandas(self._readers(columns), threads=threads)
+        return to_pandas(self._readers(columns), threads=_threads(threads))
 
     def to_arrow(self, columns: Sequence[str] | None = None, where: str | None = None):
         """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables); with
         ``where`` (see :meth:`where`), only the matching rows."""
         rows = None if where is None else self.where(where)
         return to_arrow(self._readers(columns), rows=rows)
+
+    def read(
+        self,
+        columns: Sequence[str] | None = None,
+        where: str | None = None,
+        threads: int | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The table's columns (or ``columns``) read now, as ``hdu.column(name)`` computes
+        them, by name: one pass over the rows for all of them, where one ``hdu.column``
+        graph per column would pay dask's overhead per column (wide tables).
+
+        With ``where`` (see :meth:`where`), only the matching rows. ``threads`` is as for
+        :meth:`to_pandas`.
+
+        Examples
+        --------
+        >>> cols = hdu.read(["ENERGY", "PHA"])  # doctest: +SKIP
+        >>> cols["PHA"]  # doctest: +SKIP
+        array([10., nan, 30., 40.])
+        """
+        readers = self._readers(columns)
+        if where is not None:
+            return read_columns(readers, rows=self.where(where))
+        return read_columns(readers, _threads(threads))
 
     def to_parquet(
         self,

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "column_chunks",
     "default_rows",
+    "read_columns",
     "to_arrow",
     "to_dask_dataframe",
     "to_pandas",
@@ -131,6 +132,30 @@ def to_pandas(
         data[r.column.name] = _series_values(r, values, nulls)
     # copy=False: the columns are new arrays already; pandas keeps them as they are
     return pd.DataFrame(data, index=pd.RangeIndex(first, stop), copy=False)
+
+
+def read_columns(
+    readers: Sequence[ColumnReader],
+    threads: int = 1,
+    rows: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Every row (or the rows numbered ``rows``) of the columns, as ``hdu.column`` gives
+    them (numpy, a nullable integer as float64 with NaN), read now: the plain numeric
+    columns in one pass over the rows (:mod:`dfits.tables.rowdecode`), the others each from
+    the same mapped rows."""
+    if rows is not None:
+        return {r.column.name: r.take(rows)[0] for r in readers}
+    stop = readers[0].nrows if readers else 0
+    native = decode_columns(readers, 0, stop, threads) if stop else {}
+    out = {}
+    for k, r in enumerate(readers):
+        c = r.column
+        if k in native:
+            values = native[k]
+            out[c.name] = with_nan(values, values == c.null) if nullable(c) else values
+        else:
+            out[c.name] = np.asarray(r.rows(0, stop))
+    return out
 
 
 def _partition(
