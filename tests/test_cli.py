@@ -470,3 +470,52 @@ def test_stats_and_moment_count_their_kernel_passes(tmp_path, counted, capsys):
         assert counted == {"weighted_sums": moment_chunks}
     assert stats_chunks > 2
     assert moment_chunks > 1
+
+
+# -- docs/cli.md lists every option of every subcommand, with the parser's defaults ---------
+
+#: the generated part of docs/cli.md lies between these lines
+DOC_BEGIN = "<!-- options: generated from dfits.cli's parser; tests/test_cli.py checks it -->"
+DOC_END = "<!-- end of options -->"
+
+
+def _default(action) -> str:
+    import argparse
+
+    if isinstance(action, argparse._StoreTrueAction):
+        return "off"
+    if action.default is None or action.required:
+        return "—"
+    return f"`{action.default}`"
+
+
+def options_markdown() -> str:
+    """The options of every subcommand as markdown tables, from the parser itself."""
+    from dfits.cli import _parser
+
+    parser = _parser()
+    (sub,) = (a for a in parser._actions if a.choices and a.dest == "command")
+    out = []
+    for name, p in sub.choices.items():
+        out += [f"### `dfits {name}`", "", "| argument | default | meaning |", "|---|---|---|"]
+        for a in p._actions:
+            if "--help" in a.option_strings:
+                continue
+            flag = ", ".join(a.option_strings) or a.dest.upper()
+            if a.nargs == "+":
+                flag += " ..."
+            if a.choices is not None:
+                flag += " {" + ",".join(map(str, a.choices)) + "}"
+            text = (a.help or "").replace("|", "\\|") + (" (required)" if a.required else "")
+            out.append(f"| `{flag}` | {_default(a)} | {text} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def test_docs_list_every_option_with_its_default():
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    begin, end = doc.index(DOC_BEGIN) + len(DOC_BEGIN), doc.index(DOC_END)
+    want = options_markdown()
+    assert doc[begin:end].strip() == want.strip(), f"docs/cli.md's options should read:\n{want}"

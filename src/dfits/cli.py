@@ -279,8 +279,8 @@ def _add_progress_flags(p: argparse.ArgumentParser) -> None:
 def _add_moment(sub: Any) -> None:
     """The ``moment`` subcommand's arguments (its options are most of the CLI's)."""
     p = sub.add_parser("moment", help="moment map (0, 1, 2) along the spectral axis")
-    p.add_argument("file")
-    p.add_argument("--order", type=int, default=0)
+    p.add_argument("file", help="a FITS file (path or URL)")
+    p.add_argument("--order", type=int, default=0, help="0: Σ I·Δv, 1: mean, 2: dispersion σ")
     p.add_argument("--out", required=True, help="output FITS file (written atomically)")
     p.add_argument("--hdu", help="default: the first image HDU with data")
     p.add_argument(
@@ -303,17 +303,17 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("info", help="table of HDUs")
-    p.add_argument("file", nargs="+")
+    p.add_argument("file", nargs="+", help="FITS files (paths or URLs)")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("header", help="print a header")
-    p.add_argument("file", nargs="+")
+    p.add_argument("file", nargs="+", help="FITS files (paths or URLs)")
     p.add_argument("--hdu", help="index, EXTNAME or EXTNAME,EXTVER (default 0)")
     p.add_argument("--raw", action="store_true", help="the 2880-byte blocks, unsplit")
     p.set_defaults(func=_cmd_header)
 
     p = sub.add_parser("stats", help="count/sum/mean/std/min/max of valid values")
-    p.add_argument("file")
+    p.add_argument("file", help="a FITS file (path or URL)")
     p.add_argument("--hdu", help="default: the first image HDU with data")
     p.add_argument("--axis", help="comma-separated numpy axes to reduce (default: all)")
     p.add_argument("--stat", help=f"comma-separated statistics (default: {','.join(_STATS)})")
@@ -331,8 +331,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "convert", help="FITS images to a zarr group (out.zarr), or back; or tile-compressed"
     )
-    p.add_argument("file")
-    p.add_argument("out")
+    p.add_argument("file", help="a FITS file, or a .zarr group")
+    p.add_argument("out", help="a .zarr group, or a FITS file")
     p.add_argument(
         "--compression",
         choices=["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"],
