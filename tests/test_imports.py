@@ -36,13 +36,13 @@ HEAVY = [
 ]
 
 
-def loaded_after(script: str) -> list[str]:
-    """The modules of :data:`HEAVY` that ``script`` leaves in ``sys.modules`` of a fresh
-    interpreter (its own output goes to devnull; the list comes back on the last line)."""
+def loaded_after(script: str, watch: list[str] = HEAVY) -> list[str]:
+    """The modules of ``watch`` that ``script`` leaves in ``sys.modules`` of a fresh
+    interpreter (the list comes back on the last line of its output)."""
     tail = f"""
     import json, sys
     sys.stdout = sys.__stdout__
-    print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))
+    print(json.dumps([m for m in {watch!r} if m in sys.modules]))
     """
     body = textwrap.dedent(script) + textwrap.dedent(tail)
     env = {**os.environ, "PYTHONPATH": str(Path(dfits.__file__).parents[1])}
@@ -113,6 +113,18 @@ def test_open_and_headers_load_no_dask_or_numba(mixed_file: Path) -> None:
     f.info()
     """
     assert loaded_after(script) == []
+
+
+def test_a_local_file_loads_neither_the_remote_stack_nor_the_writers(mixed_file: Path) -> None:
+    script = f"""
+    import io, sys
+    sys.stdout = io.StringIO()
+    from dfits.cli import main
+    sys.argv = ["dfits", "info", {str(mixed_file)!r}]
+    main()
+    """
+    watch = ["dfits.io.remote", "asyncio", "ssl", "dfits.io.writer", "dfits.write"]
+    assert loaded_after(script, watch) == []
 
 
 def test_a_section_loads_numba_but_not_dask(mixed_file: Path) -> None:

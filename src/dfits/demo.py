@@ -19,8 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from dfits.io.writer import ImageWriter
-
 __all__ = ["add_arguments", "main", "make_cube", "run"]
 
 
@@ -69,6 +67,9 @@ def make_cube(
         ("RESTFRQ", 230.538e9),
         *cards,
     ]
+    # here, not at the top: ``dfits info`` builds the demo's parser, never its writer
+    from dfits.io.writer import ImageWriter
+
     slab = 16
     with ImageWriter(path, shape, ">f4", cards) as out:
         for c0 in range(0, nchan, slab):

@@ -4,11 +4,13 @@ file objects (:mod:`dfits.io.memory`)."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dfits.io.local import FileIdentity, LocalSource
 from dfits.io.memory import MemorySource, source_for_object
-from dfits.io.remote import FsspecSource
+
+if TYPE_CHECKING:
+    from dfits.io.remote import FsspecSource
 
 __all__ = ["FileIdentity", "FsspecSource", "LocalSource", "MemorySource", "open_source"]
 
@@ -21,7 +23,19 @@ def open_source(
         return source_for_object(path, storage_options)
     text = os.fspath(path)
     if "://" in text and not text.startswith("file://"):
+        # here: a local file never loads the remote stack (asyncio, ssl: ~20 ms)
+        from dfits.io.remote import FsspecSource
+
         return FsspecSource.open(text, storage_options)
     if text.startswith("file://"):
         text = text[len("file://") :]
     return LocalSource.open(text)
+
+
+def __getattr__(name: str) -> Any:
+    # ``dfits.io.FsspecSource`` without importing the remote stack with the package
+    if name == "FsspecSource":
+        from dfits.io.remote import FsspecSource
+
+        return FsspecSource
+    raise AttributeError(f"module 'dfits.io' has no attribute {name!r}")
