@@ -71,6 +71,8 @@ def test_quicklook_full_matches_numpy(cube_path, tmp_path):
     np.testing.assert_allclose(image, np.nansum(cube, axis=0) * 0.5e6, rtol=1e-4, atol=1e2)
     spectrum = fig.axes[-1].lines[0].get_ydata()
     np.testing.assert_allclose(spectrum[2:], np.nanmean(cube[2:], axis=(1, 2)), rtol=1e-4)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert any(t.startswith("moment 0: Σ I·Δv [") for t in labels), labels  # the v, issue 45
     _check_png(fig, tmp_path / "full.png")
 
 

@@ -221,7 +221,7 @@ def quicklook(
     else:
         # Σ I·Δν as .fits.moment(0): unit BUNIT × the spectral axis' unit
         unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
-        fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δ [{unit}]")
+        fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δv [{unit}]")
         ax.set_title(f"{name}: moment 0")
         x, label = _axis_values(header, fits_axis, axes.tail[0], steps[0])
         if spectral is not None:
@@ -243,7 +243,7 @@ def _spectrum_panel(sp: Any, x: Any, label: str, spectrum: Any, bunit: str) -> N
 def _moment0_and_spectrum(
     hdu: Any, axes: Axes, steps: tuple[int, ...], full: bool, width: Any = 1.0
 ) -> tuple[np.ndarray, Any]:
-    """Moment 0 (Σ I·Δ, ``width`` per channel or one for all; NaN where no channel is
+    """Moment 0 (Σ I·Δv, ``width`` per channel or one for all; NaN where no channel is
     finite) and the mean spectrum of a cube, as float64; an image and None without a
     spectral axis."""
     each = np.ndim(width) == 1  # per-channel widths weight the sum; one width scales it
