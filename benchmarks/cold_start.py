@@ -11,6 +11,15 @@ Each sample is a fresh interpreter (``NUMBA_CACHE_DIR`` pointing at a directory 
 
 Usage: ``python benchmarks/cold_start.py --runs 5 --size 100MB --tmpdir /tmp/dfcold``.
 Medians of ``--runs`` samples; the empty-cache samples each start from a new empty directory.
+
+``--breakdown`` instead splits one-shot runs (issue 49) into phases, in fresh processes with
+the kernel cache as it is (``dfits warm`` first): interpreter start, ``import dfits``, the
+open, the graph, the scheduler lookup (dfits' own choice, :mod:`dfits.array.scheduler`, or
+dask's ``get_scheduler``, which imports distributed), the kernels' loads (a tiny slice
+computed first), the first and a second full compute; plus the imports of the whole run by
+library (``-X importtime``, self times summed) and each kernel family's first use against
+its second (:mod:`cold_phases`). ``--memory`` prints what each library adds to a fresh
+process's resident memory, alone and in the order a dask worker loads them.
 """
 
 from __future__ import annotations
@@ -118,9 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=float, default=100e6, help="cube bytes (default 100 MB)")
     ap.add_argument("--tmpdir", type=Path)
     ap.add_argument("--no-warm", action="store_true", help="skip timing `dfits warm`")
+    ap.add_argument("--breakdown", action="store_true", help="phases of the one-shot cases")
+    ap.add_argument("--scale", type=float, default=1.0, help="--breakdown: files' size factor")
+    ap.add_argument("--memory", action="store_true", help="resident memory by library")
     args = ap.parse_args(argv)
     tmp = args.tmpdir or Path(tempfile.mkdtemp(prefix="dfcold-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    if args.breakdown or args.memory:
+        import cold_phases
+
+        if args.memory:
+            cold_phases.print_memory()
+        if args.breakdown:
+            cold_phases.print_breakdown(tmp, args.scale, args.runs)
+        return 0
     res = measure(tmp, int(args.size), args.runs, not args.no_warm)
     for key, value in res.items():
         print(f"{key:>12}: {value:7.2f} s")

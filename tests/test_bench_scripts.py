@@ -565,3 +565,16 @@ def test_write_compress_tools_agree(tmp_path):
         write._write(tool, a, da.from_array(a, chunks=(10, 64)), str(out), str(src))
         with fits.open(out) as hl:
             np.testing.assert_allclose(hl[1].data, a, atol=0.05)
+
+
+def test_cold_phases_time_each_phase_of_both_cases(tmp_path):
+    phases = _script("cold_phases")
+    for case in ("image", "table"):
+        path = phases.case_file(tmp_path, case, 0.004)
+        res = phases.phases(path, case, "dfits", 1)
+        assert res["distributed imported"] == 0.0
+        assert res["interpreter"] < res["wall"]
+        assert res["import dfits"] <= res["open"] <= res["second full compute"]
+    assert "dask" in phases.imports_by_library(path, "table", "dfits")
+    one = phases.families(tmp_path, 1, ["sum_count"])["sum_count"]
+    assert one["second"] < one["first"]
