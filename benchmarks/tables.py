@@ -1,7 +1,7 @@
 """Tables, side by side: dfits against astropy, fitsio and a LIMIT, each tool in fresh processes.
 
-    python benchmarks/tables.py --size 1GiB [--cases sum1,cols3,pandas,ascii,parquet]
-        [--tools dfits,dfits-columns,dfits-dask,astropy,astropy-table,fitsio,LIMIT]
+    python benchmarks/tables.py --size 1GiB [--cases sum1,cols3,pandas,ascii,parquet,where]
+        [--tools dfits,dfits-columns,dfits-dask,dfits-read,astropy,astropy-table,fitsio,LIMIT]
         [--ascii-rows 1000000]
         [--rounds 5] [--tmpdir /tmp/dfbench]
 
@@ -29,6 +29,9 @@ Cases (``tables_ops.py``):
   ``read``. There is no LIMIT row: no parser faster than dfits' exact one was written.
 * ``parquet``: ``to_dask_dataframe(["E0", "D0", "J0"]).to_parquet(...)`` (dfits only): peak
   RSS is the figure (bounded by chunk x threads, not by the table).
+* ``where``: a row filter on two fields keeping 1 % of the rows, then three columns of the
+  matches (``tables_where.py``): ``to_pandas(where=)`` and ``read(where=)`` against astropy's
+  ``Table.read`` + mask, fitsio's ``where`` + ``read(rows=)`` and a one-pass numpy LIMIT.
 
 Each tool runs ``--rounds`` times, each in a fresh process (``--worker``), right after the
 parent reads the file into the page cache. Inside a process the operation first runs untimed
@@ -69,7 +72,8 @@ from tables_files import (  # noqa: E402
     write_ascii_table,
     write_table,
 )  # fmt: skip
-from tables_ops import OPS  # noqa: E402
+from tables_ops import OPS as _OPS  # noqa: E402
+from tables_where import OPS as _WHERE  # noqa: E402
 
 __all__ = [
     "ASCII_FIELDS",
@@ -90,8 +94,11 @@ __all__ = [
     "write_table",
 ]  # fmt: skip
 
+#: case -> tool -> operation (tables_ops.py; the row filter case in tables_where.py)
+OPS = {**_OPS, **_WHERE}
 CASES = tuple(OPS)
-TOOLS = ("dfits", "dfits-columns", "dfits-dask", "astropy", "astropy-table", "fitsio", "LIMIT")
+TOOLS = ("dfits", "dfits-columns", "dfits-dask", "dfits-read", "astropy", "astropy-table",
+         "fitsio", "LIMIT")  # fmt: skip
 
 
 def run_case(case: str, tool: str, path: str, out: str) -> list[float]:
