@@ -165,3 +165,21 @@ def test_asv_continuous_arguments():
     assert (opts.base, opts.head, opts.factor) == ("main", "HEAD", 1.2)
     assert (opts.run_bench, opts.run_a, rest) == (["Stamps"], ["repeat=3"], ["--quick"])
     assert asv_run.continuous_parser().parse_args(["a", "b"]).factor == asv_run.FACTOR
+
+
+def test_asv_continuous_judges_dfits_rows_only():
+    """The exit status of ``continuous`` looks at dfits' rows: the peers' change only by noise."""
+    spec = importlib.util.spec_from_file_location("dfits_asv_run", BENCH.parent / "asv_run.py")
+    asv_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(asv_run)
+    ours = {
+        "reductions.ReduceFloat32.time_reduce('dfits', 'sum')": True,
+        "cube.CubeScience.time_cube('dfits-moment', 'moment0')": True,
+        "tables.TableCases.time_case('cols3', 'dfits')": True,
+        "counters.FusedPathCounters.track_decodes('dask-sum')": True,
+        "imports.timeraw_import_dfits": True,
+        "reductions.ReduceFloat32.time_reduce('astropy-eager', 'sum')": False,
+        "tables.TableCases.time_case('cols3', 'fitsio')": False,
+        "tiles.CompressedImages.time_case('funpack+dfits', 'cube-sum')": False,
+    }
+    assert {name: asv_run.ours(name) for name in ours} == ours

@@ -1,7 +1,8 @@
 """asv benchmarks for dfits: every hot path next to the usual ways of doing the same job.
 
-Run from ``asv_bench/``: ``asv run --python=same`` (the current environment, with dfits and its
-``bench`` or ``test`` extras installed). ``DFITS_ASV_SCALE=tiny`` shrinks every file to a few
+Run with ``./run asv [asv-run options]`` from the repository root (``asv_bench/asv_run.py``:
+the project venv, the machine file written, results recorded under HEAD; ``./run asv
+continuous BASE HEAD`` compares two commits). ``DFITS_ASV_SCALE=tiny`` shrinks every file to a few
 kilobytes (``tests/test_asv.py`` uses it; so does a smoke run with ``--quick``); the default,
 ``full``, uses ``DFITS_ASV_SIZE`` bytes per 2-D image (default ``512MiB``; half that for the
 cube), a 4000x4000 image for stamps and up to 10,000 HDUs for headers.
