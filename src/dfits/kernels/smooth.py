@@ -146,10 +146,18 @@ def _steps(kind: Kind):
         top[:n] = 0.0
         if prefix[hi + 1] == prefix[lo]:
             # no NaN in reach: positions beyond the axis add zeros, the weight is the sum
-            for b in range(lo, hi + 1):
-                kj = k[i + h - b]
+            # four taps per pass: the tile's sums are loaded and stored once per four rows
+            b = lo
+            while b + 3 <= hi:
+                k0, k1, k2, k3 = k[i + h - b], k[i + h - b - 1], k[i + h - b - 2], k[i + h - b - 3]
+                r0, r1, r2, r3 = vals[b], vals[b + 1], vals[b + 2], vals[b + 3]
                 for c in range(n):
-                    top[c] += kj * vals[b, c]
+                    top[c] += ((k0 * r0[c] + k1 * r1[c]) + k2 * r2[c]) + k3 * r3[c]
+                b += 4
+            for rest in range(b, hi + 1):
+                kj = k[i + h - rest]
+                for c in range(n):
+                    top[c] += kj * vals[rest, c]
             for c in range(n):
                 out[c] = top[c] / ksum
             return
