@@ -2,7 +2,8 @@
 
 The cases and tools are those of ``benchmarks/tiles.py`` (loaded from the repository): a
 RICE_1 int16 cube, a SUBTRACTIVE_DITHER_2 float32 image and a 64 x 64 stamp from a RICE_1
-image. ``astropy-eager`` is astropy's ``.data`` (its ``.section`` for the stamp).
+image (tiles.py's ``full`` files, or its ``small`` ones when ``DFITS_ASV_SIZE`` is under
+512 MiB). ``astropy-eager`` is astropy's ``.data`` (its ``.section`` for the stamp).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from . import TINY, data_dir, prewarm, require
+from . import TINY, data_dir, image_bytes, prewarm, require
 
 _SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "tiles.py"
 
@@ -31,6 +32,8 @@ def _load():
 tiles = _load()
 TOOLS = ["dfits", "astropy-eager", "fitsio", "funpack+dfits", "LIMIT"]
 FILE_OF = {"cube": "cube", "dither2": "image", "stamp": "big"}
+#: tiles.py's scale: "full" (a 1 GiB cube) at the default DFITS_ASV_SIZE, "small" below 512 MiB
+SCALE = "tiny" if TINY else "full" if image_bytes() >= 512 << 20 else "small"
 
 
 class CompressedImages:
@@ -42,7 +45,7 @@ class CompressedImages:
     timeout = 600
 
     def setup_cache(self):
-        paths = tiles.write_files(data_dir() / "tiles", "tiny" if TINY else "full")
+        paths = tiles.write_files(data_dir() / f"tiles-{SCALE}", SCALE)
         return {k: str(v) for k, v in paths.items()}
 
     setup_cache.timeout = 1800
