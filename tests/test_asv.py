@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import json
 import os
 import pkgutil
 import subprocess
@@ -183,3 +184,28 @@ def test_asv_continuous_judges_dfits_rows_only():
         "tiles.CompressedImages.time_case('funpack+dfits', 'cube-sum')": False,
     }
     assert {name: asv_run.ours(name) for name in ours} == ours
+
+
+def test_asv_plots_draws_from_results_json(tmp_path):
+    """``./run asv plots`` turns asv's results JSON into the PNGs of docs/performance.md."""
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location(
+        "dfits_asv_plots", BENCH.parents[1] / "benchmarks" / "asv_plots.py"
+    )
+    plots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plots)
+    reduce, count = "reductions.ReduceFloat32.time_reduce", "counters.FusedPathCounters.track_tasks"
+    meta = {reduce: {"param_names": ["tool", "op"]}, count: {"param_names": ["pattern"]}}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "benchmarks.json").write_text(json.dumps(meta))
+    for i, commit in enumerate(("a" * 40, "b" * 40)):
+        results = {
+            reduce: [[0.1 + i, 0.2, None, 0.4], [["'dfits'", "'LIMIT'"], ["'sum'", "'std'"]]],
+            count: [[1.5, 2.0], [["'dask-sum'", "'dask-var'"]]],
+        }
+        run = {"commit_hash": commit, "date": i, "params": {"machine": "m"}, "results": results}
+        (tmp_path / "m" / f"{commit[:8]}-env.json").write_text(json.dumps(run))
+    out = tmp_path / "img"
+    plots.main(["--machine", "m", "--results", str(tmp_path), "--out", str(out)])
+    names = {"asv-reductions.png", "asv-counters.png", "asv-history.png"}
+    assert names <= {p.name for p in out.iterdir()}
