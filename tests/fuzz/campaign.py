@@ -1,4 +1,5 @@
-"""Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--seconds T] [--out DIR]``.
+"""Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--seconds T] [--out DIR]
+[--profile extended]``.
 
 Cases ``K .. K+N-1`` of seed ``S`` (see :func:`tests.fuzz.mutate.mutated`) run in a worker
 process (:mod:`tests.fuzz.worker`); a case still running after ``--timeout`` seconds is a
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fuzz.check import FAILURES, check_file
-from tests.fuzz.mutate import mutated
+from tests.fuzz.mutate import PROFILES, mutated
 
 __all__ = ["Campaign", "main", "run_campaign"]
 
@@ -46,7 +47,11 @@ _REPRODUCED = (*_FAILED, "oracle_hang")
 
 
 class _Worker:
-    def __init__(self) -> None:
+    #: the mutation profile of the cases it is asked for
+    profile = "default"
+
+    def __init__(self, profile: str = "default") -> None:
+        self.profile = profile
         env = dict(os.environ)
         paths = [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
@@ -116,7 +121,7 @@ class _Worker:
             return 0.0
 
     def _ask_once(self, seed: int, case: int, timeout: float) -> dict[str, Any]:
-        ask = json.dumps({"seed": seed, "case": case}) + "\n"
+        ask = json.dumps({"seed": seed, "case": case, "profile": self.profile}) + "\n"
         self.proc.stdin.write(ask.encode())  # type: ignore[union-attr]
         phase = "dfits"
         deadline, waited = time.monotonic() + timeout, self.waited()
@@ -150,8 +155,8 @@ class _Worker:
 class Campaign:
     """Counts and reproducers of one run of consecutive cases."""
 
-    def __init__(self, seed: int, out: Path) -> None:
-        self.seed, self.out = seed, out
+    def __init__(self, seed: int, out: Path, profile: str = "default") -> None:
+        self.seed, self.out, self.profile = seed, out, profile
         self.counts: collections.Counter[str] = collections.Counter()
         self.failures: list[dict[str, Any]] = []
         self.reproduced: list[dict[str, Any]] = []
@@ -167,14 +172,16 @@ class Campaign:
 
     def _reproducer(self, answer: dict[str, Any]) -> None:
         case = answer["case"]
-        name, blob, ops = mutated(self.seed, case)
+        name, blob, ops = mutated(self.seed, case, self.profile)
+        tail = "" if self.profile == "default" else f" --profile {self.profile}"
         stem = self.out / f"{self.seed}-{case}"
         self.out.mkdir(parents=True, exist_ok=True)
         stem.with_suffix(".fits").write_bytes(blob)
         text = (
             f"seed {self.seed} case {case}: {answer['kind']}\nseed file: {name}\n"
             f"mutations: {ops}\nreplay: ./run fuzz --replay {stem}.fits\n"
-            f"   or: ./run fuzz --seed {self.seed} --start {case} --cases 1\n\n{answer['detail']}\n"
+            f"   or: ./run fuzz --seed {self.seed} --start {case} --cases 1{tail}\n\n"
+            f"{answer['detail']}\n"
         )
         stem.with_suffix(".txt").write_text(text)
 
@@ -196,14 +203,16 @@ def run_campaign(
     timeout: float = 5.0,
     log: Any = None,
     seconds: float | None = None,
+    profile: str = "default",
 ) -> Campaign:
     """Run cases ``start .. start + cases - 1`` of ``seed``; reproducers go to ``out``.
 
     With ``seconds``, stop after the case running when that time is up: ``campaign.ran``
-    says how many cases ran (consecutive from ``start``).
+    says how many cases ran (consecutive from ``start``). ``profile`` names the mutations
+    (:data:`tests.fuzz.mutate.PROFILES`).
     """
-    campaign = Campaign(seed, out)
-    worker = _Worker()
+    campaign = Campaign(seed, out, profile)
+    worker = _Worker(profile)
     began = time.monotonic()
     try:
         for case in range(start, start + cases):
@@ -213,7 +222,7 @@ def run_campaign(
             campaign.record(answer)
             if answer["kind"] in ("hang", "oracle_hang", "crash"):
                 worker.kill()
-                worker = _Worker()
+                worker = _Worker(profile)
             done = case - start + 1
             if log is not None and (done % 100 == 0 or done == cases):
                 rate = done / (time.monotonic() - began)
@@ -232,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="stop after this long (summary says where)")
     parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
     parser.add_argument("--replay", type=Path, help="run one file here and print the outcome")
+    parser.add_argument("--profile", choices=list(PROFILES), default="default",
+                        help="mutations: default, or extended (docs/fuzzing.md)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.replay is not None:
         outcome = check_file(str(args.replay))
@@ -239,10 +250,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(outcome.kind in FAILURES)
     began = time.monotonic()
     campaign = run_campaign(
-        args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr, args.seconds
-    )
+        args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr, args.seconds,
+        args.profile,
+    )  # fmt: skip
     summary = {
         "seed": args.seed,
+        "profile": args.profile,
         "start": args.start,
         "cases": campaign.ran,
         "seconds": round(time.monotonic() - began, 1),
@@ -252,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     name = f"summary-{args.seed}-{args.start}-{args.start + campaign.ran}.json"
+    if args.profile != "default":
+        name = name.replace("summary-", f"summary-{args.profile}-")
     (args.out / name).write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["counts"]))
     return int(campaign.failed > 0)

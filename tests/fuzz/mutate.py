@@ -6,6 +6,15 @@ can be split into shards with ``--start``. Mutations aim at the headers and the 
 block (where parsers go wrong): byte flips and replacements, card edits (extreme and malformed
 values, mandatory cards removed, duplicated or reordered, CONTINUE and HIERARCH oddities, the
 END card removed, many-axis images), truncation, junk appended and blocks swapped.
+
+Two profiles (:data:`PROFILES`): ``default``, the mutators above, and ``extended``, which adds
+mutators aimed on purpose at what issue 51 found: every scaling and Z keyword (BSCALE, BZERO,
+BLANK, ZSCALE, ZZERO, ZBLANK, ZQUANTIZ, ZDITHER0, TSCALn, TZEROn, TNULLn) given a value of the
+wrong type (none at all, an empty or blank string, text, a number as text, a logical); a
+compressed image's ZSCALE/ZZERO/ZBLANK column given a type that holds no number (logical,
+characters, bits, complex, a descriptor); and an END card broken in place (``END=``) so that
+the header runs on into the data, sometimes with two blocks swapped as well. The default
+profile's cases are unchanged by the extended one (same random draws).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from collections.abc import Callable
 
 from tests.fuzz.seeds import seeds
 
-__all__ = ["MUTATORS", "headers", "mutated"]
+__all__ = ["EXTENDED", "MUTATORS", "PROFILES", "headers", "mutated"]
 
 CARD = 80
 BLOCK = 2880
@@ -235,6 +244,76 @@ def swap_blocks(rng: random.Random, blob: bytes, spans: list) -> bytes:
     return b"".join(blocks) + blob[n * BLOCK :]
 
 
+# -- the extended profile: values of the wrong type, END broken into data (issue 51) ----------
+#: every keyword that scales values or says how tiles are quantised (n: a column number)
+SCALING_KEYS = (
+    "BSCALE", "BZERO", "BLANK", "ZSCALE", "ZZERO", "ZBLANK", "ZQUANTIZ", "ZDITHER0", "TSCAL{n}",
+    "TZERO{n}", "TNULL{n}",
+)  # fmt: skip
+#: value fields of the wrong type: none at all, empty/blank strings, text, numbers as text,
+#: logicals
+WRONG_VALUES = (b"", b"''", b"'  '", b"'abc'", b"'1.5'", b"'-32768'", b"T", b"F")
+#: TFORMs of a ZSCALE/ZZERO/ZBLANK column that hold no number (and two that hold floats,
+#: which ZBLANK must not be)
+WRONG_FORMS = (b"'1L'", b"'1A'", b"'8A'", b"'1X'", b"'1C'", b"'1M'", b"'1PD(1)'", b"'1E'", b"'1D'")
+
+
+def _wrong_card(key: bytes, value: bytes) -> bytes:
+    """A card whose value field is exactly ``value`` (nothing after ``=`` when empty)."""
+    if not value:
+        return key.ljust(8)[:8] + b"="
+    return _card(key, value)
+
+
+def wrong_type_scaling(rng: random.Random, blob: bytes, spans: list) -> bytes:
+    """A scaling or Z keyword with a value of the wrong type: in place of its card where the
+    header has one (so that it is the card that applies), else inserted."""
+    span = rng.choice(spans)
+    cards = _cards(blob, span)
+    key = rng.choice(SCALING_KEYS).format(n=rng.randint(1, 3)).encode()
+    new = _wrong_card(key, rng.choice(WRONG_VALUES)).ljust(CARD)
+    places = [i for i, c in enumerate(cards) if c[:8] == key.ljust(8)]
+    if places:
+        cards[rng.choice(places)] = new
+    else:
+        cards.insert(rng.randint(0, len(cards)), new)
+    return _rebuild(blob, span, cards)
+
+
+def wrong_type_cell(rng: random.Random, blob: bytes, spans: list) -> bytes:
+    """A compressed image's ZSCALE, ZZERO or ZBLANK column made of cells that hold no number
+    (its TFORMn changed); other files get a wrong-typed scaling keyword instead."""
+    for span in rng.sample(spans, len(spans)):
+        cards = _cards(blob, span)
+        named = [
+            c[5:8].strip()
+            for c in cards
+            if c[:5] == b"TTYPE" and c[10:].split(b"/")[0].strip(b" '") in _QUANTISATION
+        ]
+        if named:
+            n = rng.choice(named)
+            at = [i for i, c in enumerate(cards) if c[:8] == b"TFORM" + n.ljust(3)]
+            if at:
+                cards[at[0]] = _card(b"TFORM" + n, rng.choice(WRONG_FORMS))
+                return _rebuild(blob, span, cards)
+    return wrong_type_scaling(rng, blob, spans)
+
+
+_QUANTISATION = (b"ZSCALE", b"ZZERO", b"ZBLANK")
+
+
+def end_into_data(rng: random.Random, blob: bytes, spans: list) -> bytes:
+    """An END card broken in place (``END=``, as a fuzzed byte makes it), so that the header
+    runs on into the data blocks after it; sometimes two blocks swapped as well."""
+    ends = [end for _, end in spans if blob[end : end + CARD] == b"END".ljust(CARD)]
+    if not ends:
+        return blob
+    at = rng.choice(ends)
+    broken = rng.choice([b"END=    ", b"END=  1 ", b"ENDX    ", b"END \x00   ", b"        "])
+    out = blob[:at] + broken[:8] + blob[at + 8 :]
+    return swap_blocks(rng, out, spans) if rng.random() < 0.3 else out
+
+
 Mutator = Callable[[random.Random, bytes, list], bytes]
 #: every mutator with its weight: card edits dominate, they reach the most code
 MUTATORS: tuple[tuple[Mutator, int], ...] = (
@@ -254,12 +333,23 @@ MUTATORS: tuple[tuple[Mutator, int], ...] = (
 )
 
 
-def mutated(seed: int, case: int) -> tuple[str, bytes, list[str]]:
-    """Case ``case`` of campaign ``seed``: the seed file's name, the bytes, the mutations."""
+#: the extended profile's additions: often enough that a few thousand cases try each kind
+EXTENDED: tuple[tuple[Mutator, int], ...] = (
+    (wrong_type_scaling, 10),
+    (wrong_type_cell, 4),
+    (end_into_data, 4),
+)
+#: the mutator tables a campaign may draw from (``./run fuzz --profile NAME``)
+PROFILES = {"default": MUTATORS, "extended": MUTATORS + EXTENDED}
+
+
+def mutated(seed: int, case: int, profile: str = "default") -> tuple[str, bytes, list[str]]:
+    """Case ``case`` of campaign ``seed`` in ``profile``: the seed file's name, the bytes,
+    the mutations."""
     rng = random.Random(seed * 1_000_003 + case)
     pool = seeds()
     name, blob = pool[rng.randrange(len(pool))]
-    funcs, weights = zip(*MUTATORS, strict=True)
+    funcs, weights = zip(*PROFILES[profile], strict=True)
     applied = []
     for _ in range(rng.choice([1, 1, 1, 2, 2, 3])):
         spans = headers(blob) or [(0, min(len(blob), BLOCK))]

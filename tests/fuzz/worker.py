@@ -7,8 +7,9 @@ capped (:data:`HEADROOM` above what warm-up used) and a case whose peak resident
 grows by more than :data:`GROWTH` is a memory blow-up: every seed is under a megabyte, so
 only an allocation sized by what a header claims can reach either bound.
 
-Protocol: ``{"seed": S, "case": k}`` in; ``{"case": k, "phase": "astropy"}`` when dfits is done
-with it (so that a hang in the astropy comparison is told apart); then the outcome.
+Protocol: ``{"seed": S, "case": k, "profile": P}`` in (``P`` optional, ``"default"``);
+``{"case": k, "phase": "astropy"}`` when dfits is done with it (so that a hang in the astropy
+comparison is told apart); then the outcome.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main() -> None:
     for line in sys.stdin:
         ask = json.loads(line)
         seed, case = ask["seed"], ask["case"]
-        name, blob, ops = mutated(seed, case)
+        name, blob, ops = mutated(seed, case, ask.get("profile", "default"))
         with open(path, "wb") as out:
             out.write(blob)
         before = _rss()
