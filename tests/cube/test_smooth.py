@@ -161,7 +161,12 @@ def test_fft_planes_equal_astropy_direct_in_float64():
 
 @pytest.mark.parametrize(
     ("kernel", "match"),
-    [(np.ones((4, 3)), "odd size"), (np.zeros((3, 3)), "close to 0"), (0.0, "must be > 0")],
+    [
+        (np.ones((4, 3)), "odd size"),
+        (np.zeros((3, 3)), "close to 0"),
+        (0.0, "must be > 0"),
+        (np.ones((3, 19)), "beyond both edges"),
+    ],
 )
 def test_spatial_smooth_refuses_bad_kernels(tmp_path, kernel, match):
     da = _open(spectral_cube_file(tmp_path, "vrad-3d", beam=False))

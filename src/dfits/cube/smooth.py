@@ -36,7 +36,7 @@ import xarray as xr
 from dfits.cube import spectral
 from dfits.cube.axis_smooth import as_chunk, kernel_array, native_values
 from dfits.cube.beams import beam_cards, cube_beams, keep_beams
-from dfits.cube.errors import BeamError
+from dfits.cube.errors import BeamError, SpectralError
 
 __all__ = ["convolve_planes", "convolve_to", "fft_convolve", "spatial_smooth"]
 
@@ -250,4 +250,10 @@ def spatial_smooth(
             "convolve_to(beam), or raise_error_jybm=False"
         )
     array = kernel_array(obj, kernel, 2)
+    plane = (obj.sizes.get("y", 0), obj.sizes.get("x", 0))
+    if any(k > 2 * n - 1 for k, n in zip(array.shape, plane, strict=True)):
+        raise SpectralError(
+            f"{spectral.describe(obj)}: the kernel {array.shape} reaches beyond both edges of "
+            f"the (y, x) plane {plane}"
+        )
     return convolve_planes(obj, [array], np.ones(1), 1.0, convolve)
