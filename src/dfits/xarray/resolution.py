@@ -2,8 +2,9 @@
 
 The contract: :class:`BeamMethods` is mixed into the DataArray accessor; each method maps
 onto :mod:`dfits.cube.beams` (reading BMAJ/BMIN/BPA or a CASA ``BEAMS`` table into
-``radio_beam`` objects, Jy/beam ↔ K per channel) or :mod:`dfits.cube.smooth` (lazy,
-chunk-wise convolution with a halo). Results stay lazy, keep the header (with the new beam
+``radio_beam`` objects, Jy/beam ↔ K per channel), :mod:`dfits.cube.smooth` (planes
+convolved chunk by chunk), :mod:`dfits.cube.axis_smooth` (spectra convolved, whole spectra
+per chunk) or :mod:`dfits.cube.downsample` (block means). Results stay lazy, keep the header (with the new beam
 after :meth:`~BeamMethods.convolve_to`) and compare equal to spectral-cube 0.7's.
 """
 
@@ -19,6 +20,7 @@ from dfits.cube import beams as _beams
 from dfits.cube import downsample as _downsample
 from dfits.cube import smooth as _smooth
 from dfits.cube.errors import BeamError
+from dfits.cube.spectral import spectral_dim
 from dfits.xarray.fused import fused
 
 __all__ = ["BeamMethods"]
@@ -95,11 +97,12 @@ class BeamMethods:
     ) -> xr.DataArray:
         """This cube convolved to ``beam`` (a :class:`radio_beam.Beam`), plane by plane.
 
-        Lazy, a ``map_overlap`` over the cube's chunks with a halo of the kernel's
-        half-size, so memory stays at chunk × threads. Each channel's kernel is ``beam``
+        Lazy, chunk by chunk (a halo of the kernel's half-size where chunks split the
+        planes), so memory stays at chunk × threads. Each channel's kernel is ``beam``
         deconvolved by the channel's beam; Jy/beam is rescaled by the beam-area ratio; NaN
-        pixels stay NaN. ``convolve``: :func:`astropy.convolution.convolve_fft` (default,
-        like spectral-cube) or ``convolve``. A beam smaller than a channel's raises
+        pixels stay NaN. By default each plane is convolved by real FFTs in float64, as
+        astropy's ``convolve``/``convolve_fft`` would; ``convolve`` (one of those) calls
+        that function per plane instead, for its exact rounding. A beam smaller than a channel's raises
         :class:`BeamError` unless ``allow_smaller`` (that channel is then left as it was).
         The result's header carries the new beam.
         """
@@ -113,8 +116,8 @@ class BeamMethods:
         raise_error_jybm: bool = True,
     ) -> xr.DataArray:
         """Every (y, x) plane convolved with an astropy kernel (e.g. ``Gaussian2DKernel(2)``),
-        lazily and chunk-wise; ``convolve`` defaults to :func:`astropy.convolution.convolve`
-        (spectral-cube's ``spatial_smooth``). Jy/beam cubes are refused unless
+        or a Gaussian σ in pixels, lazily and chunk-wise: spectral-cube's ``spatial_smooth``
+        values (astropy's ``convolve``, by FFT; ``convolve`` calls that function per plane). Jy/beam cubes are refused unless
         ``raise_error_jybm=False`` (the beam would be wrong): use :meth:`convolve_to`."""
         return _smooth.spatial_smooth(self._planes(), kernel, convolve, raise_error_jybm)
 
@@ -122,7 +125,7 @@ class BeamMethods:
         """Every spectrum convolved with a 1-D ``kernel`` (a Gaussian σ in channels, an
         astropy ``Kernel1D``, or an array such as ``np.hanning(5)``), lazily: spectral-cube's
         ``spectral_smooth`` values, one fused pass per chunk (:mod:`dfits.cube.axis_smooth`)."""
-        obj = fused(self._obj, _beams.spectral.spectral_dim(self._obj), whole=True)
+        obj = fused(self._obj, spectral_dim(self._obj), whole=True)
         return _axis_smooth.spectral_smooth(obj, kernel, keep_nan=keep_nan)
 
     def downsample_axis(
