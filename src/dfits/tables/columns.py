@@ -40,6 +40,9 @@ from dfits.tables.fields import (
 
 __all__ = ["ColumnReader"]
 
+#: Bytes of rows one map of :meth:`ColumnReader.take` covers.
+_TAKE_SPAN = 32 << 20
+
 
 @dataclass(frozen=True)
 class ColumnReader:
@@ -108,13 +111,22 @@ class ColumnReader:
         rows = np.asarray(rows, np.int64)
         if len(rows) == 0 or c.width == 0:
             return np.zeros(0, np.uint8), 0, c.width
-        first, span = int(rows[0]), int(rows[-1] - rows[0]) + 1
         if self.source.mappable:
-            buf, start, stride = self._field_bytes(first, span)
-            fields = np.lib.stride_tricks.as_strided(
-                buf[start:], (span, c.width), (stride, 1), writeable=False
-            )
-            return np.ascontiguousarray(fields[rows - first]).reshape(-1), 0, c.width
+            out = np.empty((len(rows), c.width), np.uint8)
+            # a map per span of rows, let go before the next: the kernel maps whole 64 KiB
+            # neighbourhoods around each touched page, so one map of every matching row's
+            # span would hold the table's pages resident, however few rows match
+            per = max(_TAKE_SPAN // max(self.row_bytes, 1), 1)
+            cuts = np.flatnonzero(np.diff(rows // per)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
+                first, span = int(rows[a]), int(rows[b - 1] - rows[a]) + 1
+                buf, start, stride = self._field_bytes(first, span)
+                fields = np.lib.stride_tricks.as_strided(
+                    buf[start:], (span, c.width), (stride, 1), writeable=False
+                )
+                out[a:b] = fields[rows[a:b] - first]
+                del buf, fields
+            return out.reshape(-1), 0, c.width
         starts = self.offset + rows * self.row_bytes + c.offset
         self.source.verify()
         return self.source.gather(Runs(starts, c.width)), 0, c.width

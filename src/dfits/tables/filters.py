@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dfits.errors import ExpressionError
+from dfits.tables.columns import ColumnReader
 
 __all__ = ["Filter", "RowFilter", "compile_filter", "matching_rows"]
 
@@ -171,16 +172,26 @@ def _chain(ops: list[Any], expression: str, terms: list[Any]) -> Any:
 
 
 def matching_rows(
-    rule: RowFilter, readers: Mapping[str, Any], nrows: int, step: int, first: int = 0
+    rule: RowFilter, readers: Mapping[str, Any], nrows: int, step: int | None, first: int = 0
 ) -> np.ndarray:
     """Row numbers (int64, ascending) from ``first`` to ``nrows`` where ``rule`` is True,
     reading ``step`` rows of the named columns at a time."""
     found = []
-    for a in range(first, nrows, max(step, 1)):
+    shared = _one_map(readers, rule.names)
+    step = max(step or nrows - first, 1)  # no step: a filter naming no column ("True")
+    for a in range(first, nrows, step):
         b = min(a + step, nrows)
         values = {}
+        if shared is not None:
+            # one map of the span's whole rows, every named field decoded out of it
+            span = shared.source.map(shared.offset + a * shared.row_bytes,
+                                     (b - a) * shared.row_bytes, populate=False)  # fmt: skip
         for name in rule.names:
-            column = np.asarray(readers[name].rows(a, b))
+            r = readers[name]
+            if shared is None:
+                column = np.asarray(r.rows(a, b))
+            else:
+                column = np.asarray(r.values_at(span, r.column.offset, r.row_bytes, b - a, a)[0])
             if column.ndim != 1:
                 shape = column.shape[1:]
                 what = f"column {name!r} has cells of shape {shape}: a filter needs one per row"
@@ -195,6 +206,17 @@ def matching_rows(
     return np.concatenate(found) if found else np.zeros(0, np.int64)
 
 
+def _one_map(readers: Mapping[str, Any], names: tuple[str, ...]) -> ColumnReader | None:
+    """A reader whose mapped rows hold every named field (plain columns of one local
+    table), or None: each column then reads its own rows."""
+    picked = [readers[n] for n in names]
+    if not picked or not all(type(r) is ColumnReader for r in picked):
+        return None
+    r0 = picked[0]
+    same = all(r.source is r0.source and r.offset == r0.offset for r in picked)
+    return r0 if same and r0.source.mappable and r0.row_bytes else None
+
+
 @dataclass(frozen=True)
 class Filter:
     """A row filter bound to a table: the expression, the table's column names and the
@@ -204,7 +226,7 @@ class Filter:
     expression: str
     columns: tuple[str, ...]
     readers: Mapping[str, Any]
-    step: int
+    step: int | None
     where: str = ""
 
     def rows(self, first: int, stop: int) -> np.ndarray:
