@@ -1,11 +1,12 @@
 """The ``dfits`` command line: ``info``, ``header``, ``stats``, ``moment``, ``warm``, ``demo``.
 
-Every failure prints one line, ``dfits: error: <what went wrong>``, and exits non-zero
-(2 for usage errors, 1 for bad files), so shell pipelines can rely on it. ``info`` and
-``header`` take several files and go on past a bad one (exit 1 at the end). A reader that
-stops early (``dfits header x.fits | head``) ends the command quietly, with the exit status
-of a process stopped by SIGPIPE (141). Progress bars go to stderr only when it is a terminal
-(``--progress`` forces one, ``--quiet`` none). ``docs/cli.md`` lists every option.
+Every failure prints one line, ``dfits: error: <what went wrong>``, and exits non-zero (2 for
+usage errors, 1 for bad files), so shell pipelines can rely on it. ``info`` and ``header`` take
+several files and go on past a bad one (exit 1 at the end). A reader that stops early (``dfits
+header x.fits | head``) ends the command quietly, with the exit status of a process stopped
+by SIGPIPE (141). Progress bars go to stderr only when it is a terminal (``--progress`` forces
+one, ``--quiet`` none), over chunks they advance through (:func:`dfits.progress.bar_chunks`).
+``docs/cli.md`` lists every option (generated from this parser).
 """
 
 from __future__ import annotations
@@ -105,11 +106,15 @@ def _cmd_header(args: argparse.Namespace) -> int:
     return _each_file(args, show)
 
 
+def _shown(args: argparse.Namespace) -> bool:
+    from dfits.progress import interactive  # where someone watches, or --progress
+
+    return bool(args.progress or (not args.quiet and interactive(sys.stderr)))
+
+
 def _progress(args: argparse.Namespace) -> Any:
     """dask's progress bar on stderr where someone watches it, else a no-op context."""
-    from dfits.progress import interactive
-
-    if args.progress or (not args.quiet and interactive(sys.stderr)):
+    if _shown(args):
         from dask.diagnostics import ProgressBar
 
         return ProgressBar(minimum=1.0, out=sys.stderr)
@@ -126,10 +131,9 @@ def _axes(text: str | None, ndim: int) -> Any:
     return axes
 
 
-#: ``dfits stats``'s statistics and the reduction each is
+#: ``dfits stats``'s statistics (their reductions), and the most values an array prints whole
 _STATS = {"count": "count", "sum": "nansum", "mean": "nanmean", "std": "nanstd",
           "min": "nanmin", "max": "nanmax"}  # fmt: skip
-#: arrays up to this many values are printed whole; larger ones as a summary
 _PRINTED = 12
 
 
@@ -139,15 +143,13 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     import dfits
     from dfits.array import reduce
     from dfits.array.scheduler import compute
+    from dfits.progress import bar_chunks
 
     names = _stat_names(args.stat)
-    kind = _output_kind(args.output, len(names))
-    if args.output and os.path.exists(args.output) and not args.overwrite:  # before the work
-        from dfits.errors import OutputExistsError, where
-
-        raise OutputExistsError(f"{where(args.output)}: exists; pass --overwrite to replace it")
+    kind = _output_kind(args, len(names))
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
-    x = hdu.data
+    with bar_chunks(_shown(args), hdu.data.nbytes):  # chunks a shown bar advances through
+        x = hdu.to_dask()
     axis = _axes(args.axis, x.ndim)
     # the reductions dfits owns: one fused kernel pass per chunk and statistic
     exprs = {name: reduce(x, _STATS[name], axis=axis) for name in names}
@@ -170,15 +172,19 @@ def _stat_names(text: str | None) -> list[str]:
     return names
 
 
-def _output_kind(path: str | None, n: int) -> str | None:
-    """``fits``, ``npy`` or ``npz`` from ``path``'s suffix, before anything is computed."""
-    if path is None:
+def _output_kind(args: argparse.Namespace, n: int) -> str | None:
+    """``fits``, ``npy`` or ``npz`` from ``--output``'s suffix, checked before any work."""
+    if (path := args.output) is None:
         return None
     suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
     kind = {"fits": "fits", "fit": "fits", "fts": "fits", "npy": "npy", "npz": "npz"}.get(suffix)
     if kind is None or (kind == "npy" and n != 1):
         what = "a .npy file holds one array: pass --stat" if kind else "name a .fits, .npy, .npz"
         raise ValueError(f"--output {path!r}: {what}")
+    if os.path.exists(path) and not args.overwrite:
+        from dfits.errors import OutputExistsError, where
+
+        raise OutputExistsError(f"{where(path)}: exists; pass --overwrite to replace it")
     return kind
 
 
@@ -204,23 +210,21 @@ def _save_stats(args: argparse.Namespace, values: dict[str, Any], kind: str | No
 
     arrays = {k: np.asarray(v) for k, v in values.items()}
     if kind == "npy":
-        np.save(args.output, next(iter(arrays.values())))
+        np.save(args.output, *arrays.values())  # the one statistic
     elif kind == "npz":
         np.savez(args.output, **arrays)
-    elif len(arrays) == 1:
-        dfits.to_fits(next(iter(arrays.values())), args.output, overwrite=args.overwrite)
-    else:  # one image extension per statistic, named after it
+    else:  # FITS: one statistic in the primary HDU, several as extensions named after them
         import xarray as xr
 
         ds = xr.Dataset({k: ([f"axis{i}" for i in range(v.ndim)], v) for k, v in arrays.items()})
-        dfits.to_fits(ds, args.output, overwrite=args.overwrite)
+        one = next(iter(arrays.values()))
+        dfits.to_fits(ds if len(arrays) > 1 else one, args.output, overwrite=args.overwrite)
 
 
 def _cmd_moment(args: argparse.Namespace) -> int:
-    # the map-making code lives beside the CLI: imported only when a map is asked for
-    from dfits.climoment import moment_command
+    from dfits.climoment import moment_command  # the map-making code, only for a map
 
-    return moment_command(args, _pick, _hdu_key, _progress)
+    return moment_command(args, _pick, _hdu_key, _progress, _shown(args))
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:

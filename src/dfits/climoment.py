@@ -96,7 +96,7 @@ def _cube(args: argparse.Namespace, hdu: Any, key: Any, axis: int) -> Any:
     return cube.copy(deep=False, data=hdu.to_dask(reduce_axis=axis))
 
 
-def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
+def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any, shown: bool) -> int:
     import dask
 
     import dfits
@@ -104,6 +104,7 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
     from dfits.cube.errors import ConventionError
     from dfits.cube.moments import moment
     from dfits.errors import where
+    from dfits.progress import bar_chunks
 
     ndim = len(hdu.shape)
     if args.unit and args.axis is not None:
@@ -111,7 +112,8 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
     axis = args.axis if args.axis is not None else _spectral_numpy_axis(hdu, ndim)
     if not -ndim <= axis < ndim:
         raise ValueError(f"--axis {axis} is out of range for {ndim}-d data")
-    cube = _cube(args, hdu, key, axis % ndim)
+    with bar_chunks(shown, hdu.data.nbytes):  # chunks a shown bar advances through
+        cube = _cube(args, hdu, key, axis % ndim)
     dim = str(cube.dims[axis])
     history = f"dfits moment {args.order} of {_ascii(args.file)}"
     if args.unit:
@@ -138,9 +140,14 @@ def _map(args: argparse.Namespace, hdu: Any, key: Any, progress: Any) -> int:
 
 
 def moment_command(
-    args: argparse.Namespace, pick: Callable, hdu_key: Callable, progress: Callable
+    args: argparse.Namespace,
+    pick: Callable,
+    hdu_key: Callable,
+    progress: Callable,
+    shown: bool = False,
 ) -> int:
-    """Run ``dfits moment`` (``pick``/``hdu_key``/``progress`` are the CLI's shared helpers)."""
+    """Run ``dfits moment`` (``pick``/``hdu_key``/``progress`` are the CLI's shared helpers;
+    ``shown``: a progress bar is shown, so chunks are planned for it to advance)."""
     import dfits
 
     if args.order not in (0, 1, 2):
@@ -153,4 +160,4 @@ def moment_command(
     ndim = len(hdu.shape)
     if ndim < 2:
         raise ValueError(f"moment maps need at least 2-d data, HDU {hdu.index} is {ndim}-d")
-    return _map(args, hdu, key, progress)
+    return _map(args, hdu, key, progress, shown)

@@ -7,6 +7,14 @@ installed) or a one-line counter on stderr reports bytes and HDUs scanned.
 :func:`interactive` is the one rule for showing progress by default, everywhere (scan, CLI,
 :func:`dfits.jupyter.compute`): only where someone watches — a terminal or a Jupyter kernel.
 Redirected to a log file, ``\r`` updates would be dozens of lines for a few seconds' work.
+
+:func:`progress_chunk_size` is why a bar moves at all. dask's bar counts finished tasks, and
+dfits fuses the read of a chunk with its kernel pass into one task, which finishes only when
+the whole chunk is done: a 400 MiB cube in four 128 MiB chunks on four threads is four tasks
+that end together, so the bar sits at 0 % until the very end. Where a bar is shown, the
+command line plans chunks small enough that each thread works through several of them
+(:data:`STEPS_PER_THREAD`), so the bar advances by sub-chunks of the default plan; big files
+already have that many chunks and keep dask's ``array.chunk-size``.
 """
 
 from __future__ import annotations
@@ -15,7 +23,44 @@ import sys
 import time
 from typing import Any, TextIO
 
-__all__ = ["ScanProgress", "interactive"]
+__all__ = ["STEPS_PER_THREAD", "ScanProgress", "bar_chunks", "interactive", "progress_chunk_size"]
+
+#: chunks per thread that make a progress bar advance in visible steps
+STEPS_PER_THREAD = 8
+#: never plan chunks smaller than this for a bar's sake (per-task overhead stays negligible)
+MIN_CHUNK_BYTES = 4 * 2**20
+
+
+def progress_chunk_size(nbytes: int, threads: int, chunk_bytes: int) -> int | None:
+    """A chunk size (bytes) giving a run over ``nbytes`` at least :data:`STEPS_PER_THREAD`
+    chunks per thread, or None when ``chunk_bytes`` (dask's ``array.chunk-size``) already
+    does (or the data are too small to be worth a bar).
+
+    Examples
+    --------
+    >>> progress_chunk_size(400 * 2**20, 4, 128 * 2**20) // 2**20   # four chunks -> 32
+    12
+    >>> progress_chunk_size(100 * 2**30, 4, 128 * 2**20) is None   # 800 chunks already
+    True
+    """
+    size = max(nbytes // max(threads * STEPS_PER_THREAD, 1), MIN_CHUNK_BYTES)
+    return size if size < chunk_bytes else None
+
+
+def bar_chunks(shown: bool, nbytes: int) -> Any:
+    """A context under which dask arrays over ``nbytes`` are planned in chunks small enough
+    for a shown bar to advance (:func:`progress_chunk_size`; dask's threads); a no-op when
+    no bar is shown or the default chunks already do."""
+    import contextlib
+
+    if not shown:
+        return contextlib.nullcontext()
+    import dask
+    from dask.utils import parse_bytes
+
+    default = parse_bytes(str(dask.config.get("array.chunk-size")))
+    size = progress_chunk_size(nbytes, dask.system.CPU_COUNT, default)
+    return contextlib.nullcontext() if size is None else dask.config.set({"array.chunk-size": size})
 
 
 def interactive(stream: TextIO | None = None) -> bool:
