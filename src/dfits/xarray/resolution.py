@@ -4,8 +4,9 @@ The contract: :class:`BeamMethods` is mixed into the DataArray accessor; each me
 onto :mod:`dfits.cube.beams` (reading BMAJ/BMIN/BPA or a CASA ``BEAMS`` table into
 ``radio_beam`` objects, Jy/beam ↔ K per channel), :mod:`dfits.cube.smooth` (planes
 convolved chunk by chunk), :mod:`dfits.cube.axis_smooth` (spectra convolved, whole spectra
-per chunk) or :mod:`dfits.cube.downsample` (block means). Results stay lazy, keep the header (with the new beam
-after :meth:`~BeamMethods.convolve_to`) and compare equal to spectral-cube 0.7's.
+per chunk) or :mod:`dfits.cube.downsample` (block means). Results stay lazy, keep the
+header (with the new beam after :meth:`~BeamMethods.convolve_to`) and compare equal to
+spectral-cube 0.7's.
 """
 
 from __future__ import annotations
@@ -102,8 +103,9 @@ class BeamMethods:
         deconvolved by the channel's beam; Jy/beam is rescaled by the beam-area ratio; NaN
         pixels stay NaN. By default each plane is convolved by real FFTs in float64, as
         astropy's ``convolve``/``convolve_fft`` would; ``convolve`` (one of those) calls
-        that function per plane instead, for its exact rounding. A beam smaller than a channel's raises
-        :class:`BeamError` unless ``allow_smaller`` (that channel is then left as it was).
+        that function per plane instead, for its exact rounding. A beam smaller than a
+        channel's raises :class:`BeamError` unless ``allow_smaller`` (that channel is then
+        left as it was).
         The result's header carries the new beam.
         """
         return _smooth.convolve_to(self._planes(), beam, self._celestial(), convolve, allow_smaller)
@@ -117,8 +119,9 @@ class BeamMethods:
     ) -> xr.DataArray:
         """Every (y, x) plane convolved with an astropy kernel (e.g. ``Gaussian2DKernel(2)``),
         or a Gaussian σ in pixels, lazily and chunk-wise: spectral-cube's ``spatial_smooth``
-        values (astropy's ``convolve``, by FFT; ``convolve`` calls that function per plane). Jy/beam cubes are refused unless
-        ``raise_error_jybm=False`` (the beam would be wrong): use :meth:`convolve_to`."""
+        values (astropy's ``convolve``, by FFT; ``convolve`` calls that function per plane).
+        Jy/beam cubes are refused unless ``raise_error_jybm=False`` (the beam would be
+        wrong): use :meth:`convolve_to`."""
         return _smooth.spatial_smooth(self._planes(), kernel, convolve, raise_error_jybm)
 
     def spectral_smooth(self, kernel: Any, *, keep_nan: bool = True) -> xr.DataArray:
