@@ -23,7 +23,7 @@ import random
 import re
 from collections.abc import Callable
 
-from tests.fuzz.seeds import seeds
+from tests.fuzz.seeds import extended_seeds, seeds
 
 __all__ = ["EXTENDED", "MUTATORS", "PROFILES", "headers", "mutated"]
 
@@ -347,7 +347,7 @@ def mutated(seed: int, case: int, profile: str = "default") -> tuple[str, bytes,
     """Case ``case`` of campaign ``seed`` in ``profile``: the seed file's name, the bytes,
     the mutations."""
     rng = random.Random(seed * 1_000_003 + case)
-    pool = seeds()
+    pool = seeds() if profile == "default" else extended_seeds()
     name, blob = pool[rng.randrange(len(pool))]
     funcs, weights = zip(*PROFILES[profile], strict=True)
     applied = []

@@ -5,6 +5,10 @@ The generated seeds are written by astropy into memory, so they are valid FITS b
 construction and cover every BITPIX, scaling (BSCALE/BZERO, unsigned and int8 offsets),
 BLANK, several extensions, binary and ASCII tables and tile-compressed images. Seeds are
 returned in a fixed order, so that case ``k`` of seed ``S`` is the same file everywhere.
+:func:`extended_seeds` adds, for the extended profile only (the default profile's cases stay
+the same), files whose scaling cards issue 51's mutations aim at: a GZIP_1 integer image
+(the escape's kind), a scaled integer compressed image with BLANK, and a binary table with
+TSCALn/TZEROn/TNULLn columns between two images.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 
 from tests.format.checks import CORPUS
 
-__all__ = ["corpus_dir", "seeds"]
+__all__ = ["corpus_dir", "extended_seeds", "seeds"]
 
 #: corpus files above this size are left out: mutating them costs time and finds nothing new
 _MAX_SEED_BYTES = 256 * 1024
@@ -100,6 +104,46 @@ def _compressed() -> dict[str, bytes]:
             [fits.PrimaryHDU(), fits.CompImageHDU(floats, compression_type="GZIP_1")]
         ),
     }
+
+
+def _aimed() -> dict[str, bytes]:
+    from astropy.io import fits
+
+    ints = np.arange(12 * 10, dtype=np.int16).reshape(12, 10) - 60
+    scaled = fits.CompImageHDU(ints, compression_type="RICE_1", tile_shape=(4, 10))
+    scaled.header["BSCALE"], scaled.header["BZERO"], scaled.header["BLANK"] = 0.5, 3.0, -60
+    cols = [
+        fits.Column("S", "J", array=np.arange(6)),
+        fits.Column("N", "I", array=np.array([1, -1, 3, -1, 5, 6]), null=-1),
+        fits.Column("U", "I", array=np.arange(6, dtype=np.uint16) + 40000),
+        fits.Column("F", "E", array=np.linspace(0, 1, 6)),
+    ]
+    table = fits.BinTableHDU.from_columns(cols, name="SCALED")
+    # astropy scales S's values back on writing: the cards go in after (TSCAL1/TZERO1)
+    table.header.insert("TFORM1", ("TZERO1", 1.0), after=True)
+    table.header.insert("TFORM1", ("TSCAL1", 2.0), after=True)
+    table.header.insert("TFORM3", ("TZERO3", 32768), after=True)  # unsigned
+    return {
+        "gzip-int": _to_bytes(
+            [fits.PrimaryHDU(), fits.CompImageHDU(ints, compression_type="GZIP_1")]
+        ),
+        "rice-scaled-blank": _to_bytes([fits.PrimaryHDU(), scaled]),
+        "image-table-image": _to_bytes(
+            [
+                fits.PrimaryHDU(ints),
+                table,
+                fits.ImageHDU(ints.astype(np.float32), name="AFTER"),
+            ]
+        ),
+    }
+
+
+@functools.cache
+def extended_seeds() -> tuple[tuple[str, bytes], ...]:
+    """The seeds of the extended profile: :func:`seeds`, then the aimed ones."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return seeds() + tuple(_aimed().items())
 
 
 def _corpus() -> dict[str, bytes]:

@@ -11,7 +11,7 @@ import pytest
 from tests.fuzz import mutate
 from tests.fuzz.check import check_file
 from tests.fuzz.mutate import EXTENDED, MUTATORS, PROFILES, headers, mutated
-from tests.fuzz.seeds import seeds
+from tests.fuzz.seeds import extended_seeds, seeds
 
 
 def _seed(name: str) -> bytes:
@@ -101,3 +101,10 @@ def test_end_into_data_never_reads_a_guessed_offset(tmp_path):
             with contextlib.suppress(dfits.DfitsError), dfits.open(path) as f:
                 stopped += f.layout.stopped is not None
     assert stopped > 10
+
+
+def test_extended_profile_adds_the_aimed_seeds():
+    aimed = {"gzip-int", "rice-scaled-blank", "image-table-image"}
+    assert aimed <= {name for name, _ in extended_seeds()}
+    assert not aimed & {name for name, _ in seeds()}
+    assert aimed <= {mutated(51, k, "extended")[0] for k in range(400)}
