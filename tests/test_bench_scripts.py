@@ -437,19 +437,20 @@ def test_table_script_tools_agree(tmp_path):
 def test_table_script_cases_agree_across_tools(tmp_path):
     """Every case of tables.py, every tool: the same check values (tiny files, in process)."""
     tables = _script("tables")
-    paths = tables.table_files(tmp_path, 300 * tables.row_dtype().itemsize, 500)
+    paths = tables.table_files(tmp_path, 300 * tables.row_dtype().itemsize, 500, 300)
     from astropy.io import fits
 
     with fits.open(paths["ascii"]) as hl:
         want_ascii = [float(np.sum(hl[1].data[c.name], dtype=np.float64)) for c in hl[1].columns]
         assert [f for _, f, *_ in tables.ASCII_FIELDS] == [c.format for c in hl[1].columns]
     for case in tables.CASES:
-        path = paths["ascii" if case == "ascii" else "binary"]
+        path = paths[tables.FILE_OF.get(case, "binary")]
         got = {tool: op(str(path), str(tmp_path / f"{case}-{tool}"))
                for tool, op in tables.OPS[case].items()}  # fmt: skip
         first = next(iter(got.values()))
         for tool, values in got.items():
-            np.testing.assert_allclose(values, first, rtol=1e-6, err_msg=f"{case} {tool}")
+            k = len(values)  # dfits-novla checks the first values only
+            np.testing.assert_allclose(values, first[:k], rtol=1e-6, err_msg=f"{case} {tool}")
         if case == "ascii":
             np.testing.assert_allclose(first, want_ascii, rtol=1e-12)
 
