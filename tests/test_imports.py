@@ -8,6 +8,7 @@ them, and ``distributed`` only when a client is asked for.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -81,9 +82,13 @@ def test_public_names_resolve_without_the_heavy_libraries() -> None:
     assert loaded_after(script) == []
 
 
-def test_every_public_name_imports() -> None:
-    for name in dfits.__all__:
-        assert getattr(dfits, name) is not None, name
+@pytest.mark.parametrize("package", ["dfits", "dfits.array", "dfits.io", "dfits.stored"])
+def test_every_public_name_resolves(package: str) -> None:
+    # the lazily re-exported names (PEP 562) resolve, and ``from package import *`` works
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+    exec(f"from {package} import *", {})
     assert callable(dfits.fft.fft)
 
 
