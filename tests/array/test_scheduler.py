@@ -47,6 +47,7 @@ def test_reductions_through_dfits_leave_distributed_unloaded(mixed_file, tmp_pat
     assert compute(x.sum(), scheduler="sync")[0] == sum(range(64 * 64))
     assert float(compute(f["EVENTS"].aggregate("sum", ["E"]))[0]["E"]) == 28.0
     assert int(f[0].section[1, 2]) == 66
+    assert list(f["EVENTS"].data[2:4]["E"]) == [2.0, 3.0]
     dfits.to_fits(x, {out!r})
     sys.stdout = io.StringIO()
     sys.argv = ["dfits", "stats", {path!r}]

@@ -109,11 +109,11 @@ class TableData:
         """Rows ``index`` (int, slice, integer or boolean array) as a numpy structured array
         of :attr:`dtype` (an int gives one ``numpy.void`` record), read now: only the chunks
         of each column that hold those rows are read."""
-        import dask
+        from dfits.array.scheduler import compute
 
         names = self.names
         key = index if isinstance(index, (int, np.integer, slice)) else np.asarray(index)
-        values = dask.compute(*(self._hdu.column(n)[key] for n in names))
+        values = compute(*(self._hdu.column(n)[key] for n in names))
         scalar = isinstance(key, (int, np.integer))
         n = 1 if scalar else (len(values[0]) if values else 0)
         out = np.empty(n, dtype=self.dtype)
