@@ -104,15 +104,6 @@ def test_corpus_columns_equal_astropy(path, index):
             check_column(ours, theirs, f"{path.name}[{index}].{c.name}")
 
 
-def test_tile_compressed_table_refused():
-    path = CORPUS / "nom-tam-fits" / "bt12.fits.fz"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hdu = dfits.open(path)[1]
-    with pytest.raises(dfits.UnsupportedError, match=r"HDU 1.*ZTABLE"):
-        _ = hdu.columns
-
-
 def test_dataframe_dtypes_and_parquet(tmp_path):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

@@ -4,7 +4,8 @@ The contract: :class:`TableAccess` gives an HDU of kind ``bintable`` or ``table`
 descriptions (parsed from the header on first use, :func:`dfits.format.columns.parse_table`)
 and lazy or eager views of its rows, all through one
 :class:`~dfits.tables.columns.ColumnReader` per column. Tile-compressed tables
-(``ZTABLE = T``) are refused with :class:`~dfits.errors.UnsupportedError` naming the HDU;
+(``ZTABLE = T``) give the original table's columns, read through
+:class:`~dfits.tables.tiled.TiledColumnReader` (decompressed per tile);
 tile-compressed images are ``compressed_image`` HDUs, not tables.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 from dfits.array.reader import dask_array
 from dfits.errors import DfitsWarning, ExpressionError, HeaderError, UnsupportedError
 from dfits.format.columns import Column, TableLayout, parse_table
+from dfits.format.tiledtable import TiledTable, parse_tiled_table
 from dfits.tables.columns import ColumnReader
 from dfits.tables.filters import Filter, compile_filter
 from dfits.tables.frames import (
@@ -32,19 +34,17 @@ from dfits.tables.frames import (
     to_pandas,
     to_parquet,
 )
+from dfits.tables.tiled import TiledColumnReader, align_rows, tiled_readers
 
 __all__ = ["TABLE_KINDS", "TableAccess", "column_rows", "columns_text", "table_layout"]
 
 TABLE_KINDS = ("bintable", "table")
 
 
-def table_layout(layout: Any, where: str) -> TableLayout:
-    """The parsed columns of a table HDU's layout; raises for anything but a plain table."""
+def table_layout(layout: Any, where: str) -> TableLayout | TiledTable:
+    """The parsed columns of a table HDU's layout (of the original table for a tile-compressed
+    one, ``ZTABLE = T``); raises for anything but a table."""
     header = layout.header
-    if layout.kind == "bintable" and header.get("ZTABLE") is True:
-        raise UnsupportedError(
-            f"{where}: a tile-compressed table (ZTABLE = T); dfits does not decompress tables"
-        )
     if layout.kind not in TABLE_KINDS:
         raise UnsupportedError(f"{where}: {layout.kind} HDUs have no table columns")
     if layout.bitpix != 8 or len(layout.shape) != 2:
@@ -54,6 +54,8 @@ def table_layout(layout: Any, where: str) -> TableLayout:
         )
     nrows, row_bytes = layout.shape
     pcount = header.get("PCOUNT", 0)
+    if layout.kind == "bintable" and header.get("ZTABLE") is True:
+        return parse_tiled_table(header, row_bytes, nrows, pcount, where)
     return parse_table(header, layout.kind == "table", row_bytes, nrows, pcount, where)
 
 
@@ -97,6 +99,11 @@ def _threads(threads: int | None) -> int:
     return dask.config.get("num_workers", None) or CPU_COUNT
 
 
+def _rows(rows: int | None, readers: Sequence[ColumnReader]) -> int | None:
+    """``rows``, or the default rows per chunk: whole tiles of a tile-compressed table."""
+    return rows or (align_rows(default_rows(readers), readers) if readers else None)
+
+
 class TableAccess:
     """Column access for an HDU; mixed into :class:`dfits.file.HDU`."""
 
@@ -131,19 +138,7 @@ class TableAccess:
         return self._reader(name)
 
     def _reader(self, name: str) -> ColumnReader:
-        table = self._table()
-        column = table.find(name) if isinstance(name, str) else None
-        if column is None:
-            raise KeyError(
-                f"{self._where()}: no column {name!r}; columns: {', '.join(table.names)}"
-            )
-        reader = ColumnReader(
-            self._file.source, self.layout.data_offset, table.row_bytes, table.nrows,
-            column, table.heap_offset, table.heap_size, self._where(),
-        )  # fmt: skip
-        if column.code in "PQ" and column.form.element == "L" and self._legacy(reader):
-            reader = replace(reader, legacy_logical=True)
-        return reader
+        return self._readers([name])[0]
 
     def _legacy(self, reader: ColumnReader) -> bool:
         # looked at once per opened file and column; the warning comes with the first look
@@ -163,10 +158,30 @@ class TableAccess:
         return memo[key]
 
     def _readers(self, columns: Sequence[str] | None) -> list[ColumnReader]:
-        names = self._table().names if columns is None else columns
+        table = self._table()
+        names = table.names if columns is None else columns
         if isinstance(names, str):
             names = [names]
-        return [self._reader(n) for n in names]
+        found = [table.find(n) if isinstance(n, str) else None for n in names]
+        for name, column in zip(names, found, strict=True):
+            if column is None:
+                raise KeyError(
+                    f"{self._where()}: no column {name!r}; columns: {', '.join(table.names)}"
+                )
+        if isinstance(table, TiledTable):
+            # one source for them all: a span of rows decompresses each tile once
+            readers = tiled_readers(self._file.source, self.layout.data_offset, table, found,
+                                    self._where())  # fmt: skip
+        else:
+            readers = [ColumnReader(
+                self._file.source, self.layout.data_offset, table.row_bytes, table.nrows,
+                column, table.heap_offset, table.heap_size, self._where(),
+            ) for column in found]  # fmt: skip
+        for k, r in enumerate(readers):
+            c = r.column
+            if c.code in "PQ" and c.form.element == "L" and self._legacy(r):
+                readers[k] = replace(r, legacy_logical=True)
+        return readers
 
     def column(self, name: str, rows_per_chunk: int | None = None):
         """One column's physical values as a lazy dask array, chunked by rows.
@@ -187,7 +202,7 @@ class TableAccess:
         from dask.base import tokenize
 
         reader = self._reader(name)
-        chunks = column_chunks(reader, rows_per_chunk)
+        chunks = column_chunks(reader, _rows(rows_per_chunk, [reader]))
         token = tokenize(self._file.source.token, self.layout.data_offset, reader.column, chunks)
         return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}", narrow=True)
 
@@ -207,7 +222,7 @@ class TableAccess:
                     f"{self._where()}: where={where!r}: column {c.name!r} holds arrays "
                     f"({c.tform}); a row filter needs one value per row"
                 )
-        step = default_rows(list(readers.values()))
+        step = _rows(None, list(readers.values()))
         return Filter(where, names, readers, step, self._where())
 
     def where(self, expression: str) -> np.ndarray:
@@ -244,7 +259,8 @@ class TableAccess:
         :mod:`dfits.tables.frames` for the dtypes. With ``where`` (see :meth:`where`), each
         partition holds only its matching rows, indexed by row number."""
         rule = None if where is None else self._filter(where)
-        return to_dask_dataframe(self._readers(columns), rows_per_partition, rule)
+        readers = self._readers(columns)
+        return to_dask_dataframe(readers, _rows(rows_per_partition, readers), rule)
 
     def aggregate(
         self,
@@ -293,6 +309,8 @@ class TableAccess:
             numeric = [c.name for c in self.columns if c.code not in "PQ" and c.dtype.kind in "iuf"]
             columns = numeric
         readers = self._readers(columns)
+        if rows_per_chunk is None and any(isinstance(r, TiledColumnReader) for r in readers):
+            rows_per_chunk = _rows(None, readers)  # whole tiles of a tile-compressed table
         return reduce_columns(readers, how, rows_per_chunk, split_every, **options)
 
     def to_pandas(
@@ -369,4 +387,5 @@ class TableAccess:
         >>> pq.read_table(os.path.join(folder, "t.pq"))["V"].to_pylist()
         [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
         """
-        to_parquet(self._readers(columns), path, rows_per_group)
+        readers = self._readers(columns)
+        to_parquet(readers, path, _rows(rows_per_group, readers))
