@@ -87,6 +87,18 @@ def fft_convolve(plane: np.ndarray, kernel: np.ndarray, cache: dict[Any, Any]) -
         return np.where(empty, plane, top / bot)
 
 
+def _their_options(convolve: Callable[..., Any], dtype: np.dtype) -> dict[str, Any]:
+    """What spectral-cube 0.7 adds to ``convolve_fft`` for float32 planes: single-precision
+    FFTs (scipy's, complex64), so ``convolve=convolve_fft`` gives its values exactly."""
+    from astropy.convolution import convolve_fft
+
+    if convolve is not convolve_fft or dtype != np.float32:
+        return {}
+    import scipy.fft
+
+    return {"complex_dtype": np.complex64, "fftn": scipy.fft.fftn, "ifftn": scipy.fft.ifftn}
+
+
 def _convolve_block(
     block: Any,
     plans: list[Any],
@@ -107,8 +119,8 @@ def _convolve_block(
         channel = start + index[-1]
         plan = plans[channel if len(plans) > 1 else 0]
         factor = factors[channel if factors.size > 1 else 0]
-        # one plane decoded at a time, in float64 (what the convolution works in)
-        plane = np.asarray(decode(u[index], spec), dtype=np.float64)
+        # one plane decoded at a time (the FFTs work in float64)
+        plane = decode(u[index], spec)
         if plan is None:
             out[index] = plane
             continue
@@ -117,11 +129,12 @@ def _convolve_block(
             kernels[key] = _plane_kernel(plan, pixscale)
         kernel = kernels[key]
         if convolve is None:
-            smoothed = fft_convolve(plane, kernel, transforms)
-        else:
+            smoothed = fft_convolve(plane.astype(np.float64), kernel, transforms)
+        else:  # the caller's astropy function, called as spectral-cube calls it
             smoothed = convolve(
-                plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0
-            )
+                plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0,
+                **_their_options(convolve, plane.dtype),
+            )  # fmt: skip
         out[index] = np.where(np.isnan(plane), np.nan, smoothed * factor)
     return as_chunk(out)
 
