@@ -76,6 +76,8 @@ def fft_convolve(plane: np.ndarray, kernel: np.ndarray, cache: dict[Any, Any]) -
     _, kf, ksum = cache[key]
     core = (slice(ky // 2, ky // 2 + ny), slice(kx // 2, kx // 2 + nx))
     nan = np.isnan(plane)
+    if nan.all():
+        return plane.copy()  # a blanked channel: nothing to interpolate from
     if not nan.any():
         return fft.irfft2(fft.rfft2(plane, shape) * kf, shape)[core] / ksum
     top = fft.irfft2(fft.rfft2(np.where(nan, 0.0, plane), shape) * kf, shape)[core]
