@@ -58,6 +58,8 @@ def _plane_kernel(plan: Plan, pixscale: float) -> Any:
 def fft_convolve(plane: np.ndarray, kernel: np.ndarray, cache: dict[Any, Any]) -> np.ndarray:
     """``plane`` (float64) convolved with ``kernel`` as astropy's ``convolve`` does (see the
     module docstring), by real FFTs; ``cache`` keeps the kernel's transform between planes.
+    A plane of NaN only comes back as NaN (astropy gives 0 where the border's zeros reach;
+    the callers blank every input NaN anyway).
 
     Examples
     --------
