@@ -122,3 +122,26 @@ def test_smoothed_chunks_stay_fusable(tmp_path):
     np.testing.assert_allclose(m0, plain, rtol=1e-6, equal_nan=True)
     again = got.fits.downsample_axis(2)  # a chain stays fused too
     np.testing.assert_allclose(again.values, got.copy(data=got.values).fits.downsample_axis(2))
+
+
+def test_smoothing_then_a_moment_decodes_no_chunk(tmp_path, monkeypatch):
+    from dfits.stored.stored import StoredChunk
+
+    da = _open(spectral_cube_file(tmp_path, "vopt-3d-blank"))
+    want = da.fits.spectral_smooth(2.0).values
+    decodes = []
+    for name in ("decode", "_fresh"):
+        real = getattr(StoredChunk, name)
+
+        def counted(self, _real=real, _name=name):
+            decodes.append(_name)
+            return _real(self)
+
+        monkeypatch.setattr(StoredChunk, name, counted)
+    with dask.config.set({"array.chunk-size": "1KiB"}):  # several chunks of whole spectra
+        m0 = da.fits.spectral_smooth(2.0).fits.moment(0).values
+        binned = da.fits.spectral_smooth(2.0).fits.downsample_axis(2).fits.moment(0).values
+    assert decodes == []  # stored bytes in, smoothed values out, the moment fused on those
+    plain = xr.DataArray(want, dims=da.dims, coords=da.coords, attrs=da.attrs).fits.moment(0)
+    np.testing.assert_allclose(m0, plain.values, rtol=1e-6, equal_nan=True)
+    assert np.isfinite(binned).any()
