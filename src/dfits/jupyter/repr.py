@@ -95,8 +95,16 @@ def _file_chunks(hdu: Any) -> Any:
     return getattr(file, "chunks", None)
 
 
-def _dtype(hdu: Any) -> str:
-    return "" if hdu.dtype is None else str(hdu.dtype)
+def _dims(hdu: Any) -> tuple[str, str]:
+    """Shape and dtype cells of an HDU's row, from its header (``dfits.listing``: a table
+    is ``"NR x NC"`` and its TFORMs, as astropy lists it; nothing here parses columns, so
+    a table with a broken TFORM still lists)."""
+    from dfits.listing import summary
+
+    dims, form = summary(hdu)
+    if isinstance(dims, tuple):
+        return (_shape(dims) if dims else ""), form
+    return escape(str(dims)), form
 
 
 def _row(cells: list[str], *, th: bool = False, num: tuple[int, ...] = ()) -> str:
@@ -138,6 +146,7 @@ def file_html(file: Any, max_rows: int = 40) -> str:
             rows.append(f'<tr><td colspan="8" class="dfits-dim">… {hidden:,} more HDUs …</td></tr>')
             continue
         hdu = file[i]  # wrappers are built for the shown rows only
+        dims, form = _dims(hdu)
         rows.append(
             _row(
                 [
@@ -145,8 +154,8 @@ def file_html(file: Any, max_rows: int = 40) -> str:
                     escape(hdu.name),
                     str(hdu.ver),
                     escape(hdu.kind),
-                    _shape(hdu.shape) if hdu.shape else "",
-                    escape(_dtype(hdu)),
+                    dims,
+                    escape(form),
                     _bytes(hdu.layout.data_size) if hdu.layout.data_size else "",
                     escape(chunk_summary(hdu, chunks)),
                 ],
