@@ -132,6 +132,19 @@ def test_a_local_file_loads_neither_the_remote_stack_nor_the_writers(mixed_file:
     assert loaded_after(script, watch) == []
 
 
+def test_building_graphs_loads_dask_but_no_kernels(mixed_file: Path) -> None:
+    # a client that only builds and submits graphs never needs numba: its workers load it
+    script = f"""
+    import dfits
+    f = dfits.open({str(mixed_file)!r})
+    graphs = [f[0].data.sum(), f["TILES"].data.max(), f["EVENTS"].column("E").sum()]
+    graphs.append(f["EVENTS"].aggregate("mean", ["E"]))
+    """
+    loaded = loaded_after(script)
+    assert "dask" in loaded
+    assert not {"numba", "distributed", "astropy.wcs", "matplotlib"} & set(loaded)
+
+
 def test_a_section_loads_numba_but_not_dask(mixed_file: Path) -> None:
     script = f"""
     import dfits

@@ -1,7 +1,9 @@
-"""Deferred import of :mod:`dfits.kernels`, so that ``dfits.open`` never loads Numba.
+"""Deferred imports, so that ``dfits.open`` and graph building never load Numba.
 
-Opening a file and walking its headers should not pay the ~0.4 s import of numba/llvmlite;
-the kernels load on the first value actually decoded or reduced.
+Opening a file, walking its headers and building a dask graph should not pay the ~0.4 s
+import of numba/llvmlite (nor its ~50 MiB): the kernels load on the first value actually
+decoded or reduced, which on a cluster happens on the workers only. A module that calls
+kernels only inside its tasks names them through :func:`lazy_module` (or :data:`kernels`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["kernels"]
+__all__ = ["kernels", "lazy_module"]
 
 
 class _LazyModule:
@@ -26,4 +28,14 @@ class _LazyModule:
         return getattr(module, attr)
 
 
-kernels: Any = _LazyModule("dfits.kernels")
+def lazy_module(name: str) -> Any:
+    """A stand-in for module ``name`` that imports it at its first attribute lookup.
+
+    >>> fieldsums = lazy_module("dfits.kernels.fieldsums")
+    >>> fieldsums.KINDS["E"]
+    4
+    """
+    return _LazyModule(name)
+
+
+kernels: Any = lazy_module("dfits.kernels")

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dfits._lazy import lazy_module
 from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
 from dfits.array.reader import dask_array
-from dfits.kernels import fieldsums
 from dfits.stored.stored import StoredChunk
 from dfits.tables.columns import ColumnReader
 from dfits.tables.fields import kernel_spec
@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     import dask.array as da
 
 __all__ = ["BLOCK_BYTES", "RowsReader", "reduce_columns"]
+
+#: the fused-sums kernel, loaded by the first task that sums: building the graph (a client
+#: that only submits it) loads no numba
+fieldsums = lazy_module("dfits.kernels.fieldsums")
 
 #: Bytes of rows that every column reduces before the next block: two threads' blocks stay
 #: in a 32 MiB L3 cache, and a block is large enough that the kernels' per-call cost (tens
