@@ -21,7 +21,7 @@ from dfits.errors import DfitsError, HDUNotFoundError, HeaderError, UnsupportedE
 from dfits.format.compressed import image_header_of
 from dfits.format.geometry import check_shape
 from dfits.format.layout import FileLayout, HDULayout, scan
-from dfits.io import LocalSource, open_source
+from dfits.io import open_source, release, scanning
 from dfits.io.download import or_download
 from dfits.listing import print_info, summary
 from dfits.progress import ScanProgress, interactive
@@ -319,9 +319,7 @@ class FitsFile(Sequence[HDU]):
         :class:`~dfits.FileChangedError` if it changed meanwhile).
         """
         forget(self.source.token)
-        release = getattr(self.source, "close", None)
-        if release is not None:
-            release()
+        release(self.source)
 
     def __enter__(self) -> FitsFile:
         return self
@@ -390,11 +388,7 @@ def _scan_open(path: Any, source: Any, chunks: Any, progress: bool | None, level
         progress = not source.mappable and interactive()
     reporter = ScanProgress() if progress else None
     name = os.fspath(path) if isinstance(path, str | os.PathLike) else source.path
-    whole = source.mapping() if isinstance(source, LocalSource) else None
-    try:
+    with scanning(source) as whole:  # an error releases the source: no file to close
         layout = scan(source.read, source.size, filename=name, progress=reporter, whole=whole,
                       stacklevel=level)  # fmt: skip
-    finally:
-        if whole is not None:
-            whole.close()
     return FitsFile(source, layout, chunks)

@@ -2,12 +2,15 @@
 
 The allowed outcomes (issue 34): success, a :class:`dfits.DfitsError` (with any number of
 ``DfitsWarning``\\ s), and values equal to astropy's wherever astropy reads the same bytes
-without error. :func:`check_file` returns an :class:`Outcome` naming which, and for anything
-else the traceback or the differing values.
+without error. Whatever happened, once dfits has closed the file this process holds no
+descriptor and no map of it (issue 51): anything left is a ``descriptor`` failure.
+:func:`check_file` returns an :class:`Outcome` naming which, and for anything else the
+traceback or the differing values.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 import warnings
@@ -22,10 +25,10 @@ from astropy.utils.exceptions import AstropyWarning
 import dfits
 from dfits.format.cards import is_printable
 
-__all__ = ["Outcome", "check_file", "read_with_dfits", "walk_header"]
+__all__ = ["Outcome", "check_file", "held", "read_with_dfits", "walk_header"]
 
 #: outcomes that fail a campaign
-FAILURES = ("escape", "mismatch", "hang", "memory", "warning")
+FAILURES = ("escape", "mismatch", "hang", "memory", "warning", "descriptor")
 
 
 @dataclass
@@ -103,6 +106,24 @@ def read_with_dfits(path: str, outcome: Outcome) -> dict[int, _Read]:
             if got is not None:
                 reads[hdu.index] = got
     return reads
+
+
+def held(path: str) -> tuple[int, int]:
+    """This process's open descriptors of ``path`` and its map lines naming it, the file
+    deleted or not ((0, 0) where ``/proc`` is missing)."""
+    if not os.path.isdir("/proc/self/fd"):
+        return 0, 0
+    real = os.path.realpath(path)  # as /proc spells it
+    names = (real, f"{real} (deleted)")
+    fds = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds += os.readlink(f"/proc/self/fd/{fd}") in names
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+    with open("/proc/self/maps") as maps:
+        lines = sum(line.rstrip("\n").endswith(tuple(" " + n for n in names)) for line in maps)
+    return fds, lines
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -315,6 +336,10 @@ def check_file(path: str, before_oracle: Callable[[], None] | None = None) -> Ou
         return Outcome("memory", traceback.format_exc(), outcome.errors)
     except Exception:
         return Outcome("escape", traceback.format_exc(), outcome.errors)
+    left = held(path)
+    if left != (0, 0):
+        text = f"after close, {left[0]} descriptors and {left[1]} maps of the file were held"
+        return Outcome("descriptor", text, outcome.errors)
     foreign = [w for w in seen if not issubclass(w.category, dfits.DfitsWarning)]
     if foreign:
         text = "\n".join(

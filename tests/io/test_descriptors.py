@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -9,7 +12,9 @@ import pytest
 import dfits
 from dfits.io import local
 from dfits.io.descriptors import Descriptors
+from tests.format import fitsgen as fg
 from tests.format.fitsgen import image_file
+from tests.fuzz.check import held
 
 
 def _open_fds() -> int:
@@ -142,3 +147,193 @@ def test_threads_share_the_cache_safely(files):
     assert not errors
     cache.clear()
     assert _open_fds() == before
+
+
+# -- every error path releases what it took (issue 51, item 4) ------------------------------
+
+
+def _cached(path: str) -> bool:
+    return any(full[1][0] == path for full in list(local.descriptors._open))
+
+
+def _tiles(tmp_path) -> bytes:
+    """A GZIP image of 256 one-row tiles whose middle tile's stream is broken: a threaded
+    ``compute`` raises there while other tasks still run, and read, after ``close``."""
+    from astropy.io import fits
+
+    data = np.random.default_rng(5).integers(0, 1000, (256, 512)).astype(np.int32)
+    hdu = fits.CompImageHDU(data, compression_type="GZIP_1", tile_shape=(1, 512))
+    path = tmp_path / "tiles-seed.fits"
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    with dfits.open(path) as f:
+        reader = f[1]._block(raw=False)
+        _, offset = reader.descriptors.spans["COMPRESSED_DATA"][128]
+        at = reader.heap_offset + int(offset)
+    blob = bytearray(path.read_bytes())
+    blob[at : at + 16] = b"\xff" * 16
+    return bytes(blob)
+
+
+def _table(tform: str, rows: bytes, nrows: int, width: int, pcount: int = 0) -> bytes:
+    from tests.tablefiles import card, pad
+
+    primary = [card("SIMPLE", True), card("BITPIX", 8), card("NAXIS", 0), b"END".ljust(80)]
+    head = [
+        card("XTENSION", "BINTABLE"), card("BITPIX", 8), card("NAXIS", 2),
+        card("NAXIS1", width), card("NAXIS2", nrows), card("PCOUNT", pcount),
+        card("GCOUNT", 1), card("TFIELDS", 1), card("TTYPE1", "A"), card("TFORM1", tform),
+        b"END".ljust(80),
+    ]  # fmt: skip
+    return pad(b"".join(primary), b" ") + pad(b"".join(head), b" ") + pad(rows)
+
+
+_IMAGE = image_file((64, 32), bitpix=16)
+#: name -> bytes, or a function of tmp_path giving them; each raises a DfitsError somewhere
+HOSTILE = {
+    "not-fits": b"hello, not a FITS file\n" * 200,
+    "empty": b"",
+    "no-end": _IMAGE[:2800] + b" " * 80,
+    "bad-bitpix": image_file((4, 4), bitpix=16).replace(b"BITPIX  =                   16",
+                                                        b"BITPIX  =                   17"),
+    "truncated-data": _IMAGE[: 2880 + 1000],
+    "bscale-zero": image_file((64, 32), bitpix=16, extra=[("BSCALE", 0.0)]),
+    "bscale-text": image_file((64, 32), bitpix=16, extra=[("BSCALE", "abc")]),
+    "many-axes": fg.hdu(fg.image_cards((1,) * 70, 8), b"\0"),
+    "unknown-xtension": image_file((4, 4)) + _IMAGE.replace(b"SIMPLE  =                    T",
+                                                            b"XTENSION= 'WEIRD   '          "),
+    "bad-tform": _table("9Z", bytes(40), 10, 4),
+    "heap-out-of-range": _table("1PJ(5)", np.array([[5, 10**6]] * 10, ">i4").tobytes(), 10, 8),
+    "corrupt-tiles": _tiles,
+    "changed-after-open": _IMAGE,
+}  # fmt: skip
+
+
+def _use(path: str, change: bool = False, scheduler: str = "threads") -> list[str]:
+    """Open ``path`` and read all of it a user might; the DfitsErrors met."""
+    errors = []
+    try:
+        f = dfits.open(path)
+    except dfits.DfitsError as err:
+        return [f"open: {err}"]
+    with f:
+        if change:
+            with open(path, "ab") as out:
+                out.write(b"\0" * 2880)
+        for hdu in f:
+            for step in _steps(hdu, scheduler):
+                try:
+                    step()
+                except dfits.DfitsError as err:
+                    errors.append(f"HDU {hdu.index}: {err}")
+                    break
+    return errors
+
+
+def _steps(hdu, scheduler: str) -> list:
+    """What a user reads of one HDU, in order; each may raise (the rest is then skipped)."""
+    if hdu.is_table:
+        return [lambda: [hdu.column(c).compute(scheduler=scheduler) for c in hdu.colnames]]
+    # 64 chunks or so in 8 threads: a compute that raises leaves other tasks reading
+    rows = (max(1, hdu.shape[0] // 64), *hdu.shape[1:]) if hdu.shape else None
+    threads = {"num_workers": 8} if scheduler == "threads" else {}
+    return [
+        lambda: repr(hdu.header),
+        lambda: (
+            None
+            if hdu.data is None
+            else hdu.to_dask(rows).sum().compute(scheduler=scheduler, **threads)
+        ),
+        lambda: None if hdu.data is None else hdu.section[(slice(0, 2),) * len(hdu.shape)],
+    ]
+
+
+def _released(path: str, seconds: float = 10.0) -> tuple[int, int]:
+    """``held(path)`` once tasks that ``compute`` left running have ended (or time is up).
+
+    A threaded ``compute`` raises at its first failed task while the others go on in the
+    pool; they may read the file after ``close()``, but must not leave a descriptor cached.
+    """
+    deadline = time.monotonic() + seconds
+    while held(path) != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        gc.collect()
+    return held(path)
+
+
+@pytest.mark.parametrize("unlink", [False, True], ids=["kept", "deleted"])
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_every_error_path_leaves_nothing_held_after_close(tmp_path, kind, unlink):
+    blob = HOSTILE[kind]
+    path = str(tmp_path / f"{kind}.fits")
+    with open(path, "wb") as out:
+        out.write(blob(tmp_path) if callable(blob) else blob)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dfits.DfitsWarning)
+        errors = _use(path, change=kind == "changed-after-open")
+    assert errors, f"{kind}: no DfitsError was raised, so no error path was taken"
+    if unlink:
+        os.unlink(path)  # a deleted file must not stay held (the cache kept it before)
+    assert _released(path) == (0, 0), errors
+    assert not _cached(path)
+
+
+def test_a_read_after_close_opens_for_itself_only(files):
+    # an array used after close() reads (its docstring's promise) and leaves nothing held
+    f = dfits.open(files[1])
+    x = f[0].data
+    f.close()
+    for _ in range(3):
+        np.testing.assert_array_equal(x.compute(), np.arange(20).reshape(4, 5))
+    assert held(files[1]) == (0, 0)
+    assert not _cached(files[1])
+    with dfits.open(files[1]) as g:  # opened again: cached again
+        g[0].section[0]
+        assert _cached(files[1])
+    assert held(files[1]) == (0, 0)
+
+
+def test_the_closed_keys_remembered_are_bounded(files, monkeypatch):
+    from dfits.io import descriptors as module
+
+    monkeypatch.setattr(module, "CLOSED_KEYS", 4)
+    cache = Descriptors()
+    for i in range(50):
+        cache.close((files[0], i, 0))
+    assert len(cache._closed) == 4
+    with cache.use((files[0], 49, 0)):  # remembered: not cached
+        pass
+    with cache.use((files[0], 0, 0)):  # forgotten: cached, as any unknown key
+        pass
+    assert len(cache) == 1
+    cache.clear()
+
+
+def _mutated_cycles(tmp_path, cases: int) -> None:
+    """Open, fail and close ``cases`` hostile files (the fuzzer's mutations of its seeds),
+    counting the descriptors and maps of the file after each."""
+    from tests.fuzz.mutate import mutated
+
+    path = str(tmp_path / "case.fits")
+    kept, failed = [], 0
+    before = _open_fds()
+    for case in range(cases):
+        _, blob, ops = mutated(51, case)
+        with open(path, "wb") as out:
+            out.write(blob)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            errors = _use(path, scheduler="sync")  # threads: the kinds above
+        failed += bool(errors)
+        if _released(path, seconds=1.0) != (0, 0):
+            kept.append((case, ops, held(path), errors[:1]))
+    assert not kept, kept[:5]
+    assert failed > cases // 4  # most cases took an error path
+    assert _open_fds() <= before + 2
+    assert len(local.descriptors) <= local.MAX_DESCRIPTORS
+
+
+@pytest.mark.parametrize(
+    "cases", [500, pytest.param(10_000, marks=pytest.mark.slow)], ids=["500", "10k"]
+)
+def test_hostile_files_opened_failed_and_closed_hold_nothing(tmp_path, cases):
+    _mutated_cycles(tmp_path, cases)

@@ -3,7 +3,9 @@ file objects (:mod:`dfits.io.memory`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dfits.io.local import FileIdentity, LocalSource
@@ -12,7 +14,15 @@ from dfits.io.memory import MemorySource, source_for_object
 if TYPE_CHECKING:
     from dfits.io.remote import FsspecSource
 
-__all__ = ["FileIdentity", "FsspecSource", "LocalSource", "MemorySource", "open_source"]
+__all__ = [
+    "FileIdentity",
+    "FsspecSource",
+    "LocalSource",
+    "MemorySource",
+    "open_source",
+    "release",
+    "scanning",
+]
 
 
 def open_source(
@@ -30,6 +40,33 @@ def open_source(
     if text.startswith("file://"):
         text = text[len("file://") :]
     return LocalSource.open(text)
+
+
+def release(source: Any) -> None:
+    """Close what this process holds open for ``source`` (local files: the cached descriptor;
+    remote and in-memory sources hold none)."""
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
+
+
+@contextlib.contextmanager
+def scanning(source: Any) -> Iterator[Any]:
+    """Hold ``source`` for a header scan; yield a whole-file map (local files) or None.
+
+    The map is closed when the block ends. If the block raises, ``source`` is released too:
+    a failed ``dfits.open`` hands its caller no file to close, so the descriptor the scan
+    opened must not outlive the error (a deleted file would otherwise stay held by the cache).
+    """
+    whole = source.mapping() if isinstance(source, LocalSource) else None
+    try:
+        yield whole
+    except BaseException:
+        release(source)
+        raise
+    finally:
+        if whole is not None:
+            whole.close()
 
 
 def __getattr__(name: str) -> Any:

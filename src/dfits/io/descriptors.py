@@ -8,6 +8,13 @@ is never closed under it (its number could be reused by an unrelated ``open`` an
 would then return another file's bytes): it is only dropped from the cache, and closed by the
 last user's exit. Keys carry the process id, so a forked worker never uses its parent's
 descriptors (their file offsets and locks are shared across ``fork``).
+
+A closed key stays closed: a later use (a dask task still running when ``compute`` raised
+and the file was closed, or an array read after ``close``) opens a descriptor for its block
+only and never puts it back in the cache, until :meth:`Descriptors.reopen` (``dfits.open``)
+says the key is wanted again. So ``close`` leaves nothing held, whatever runs after it. The
+last :data:`CLOSED_KEYS` closed keys are remembered; an older one is cached again on use
+(still within :data:`MAX_DESCRIPTORS`).
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["MAX_DESCRIPTORS", "Descriptors"]
+__all__ = ["CLOSED_KEYS", "MAX_DESCRIPTORS", "Descriptors"]
 
 #: descriptors kept open between uses; the common soft limit is 1024 per process
 MAX_DESCRIPTORS = 128
+#: closed keys remembered (a few hundred bytes each), so that their late uses stay uncached
+CLOSED_KEYS = 4096
 
 
 class _Entry:
@@ -38,6 +47,7 @@ class Descriptors:
     def __init__(self, limit: int = MAX_DESCRIPTORS) -> None:
         self.limit = limit
         self._open: OrderedDict[tuple[int, Any], _Entry] = OrderedDict()
+        self._closed: OrderedDict[tuple[int, Any], None] = OrderedDict()
         self._lock = threading.Lock()
         if hasattr(os, "register_at_fork"):
             # a fork while another thread held the lock would leave it held in the child
@@ -75,6 +85,11 @@ class Descriptors:
         # opened outside the lock: a slow file system must not stall other files' reads
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         with self._lock:
+            if full in self._closed:
+                # closed meanwhile or before: this block's own descriptor, never cached
+                entry = _Entry(fd)
+                entry.users, entry.dropped = 1, True
+                return entry
             entry = self._open.get(full)
             if entry is None:
                 entry = self._open[full] = _Entry(fd)
@@ -98,10 +113,21 @@ class Descriptors:
                 stale.append(entry.fd)
         return stale
 
-    def close(self, key: Any) -> None:
-        """Close ``key``'s descriptor now, or when its last current user is done."""
+    def reopen(self, key: Any) -> None:
+        """Let ``key``'s descriptor be cached again (the file is opened anew)."""
         with self._lock:
-            entry = self._open.pop((os.getpid(), key), None)
+            self._closed.pop((os.getpid(), key), None)
+
+    def close(self, key: Any) -> None:
+        """Close ``key``'s descriptor now, or when its last current user is done; later uses
+        of ``key`` are not cached until :meth:`reopen`."""
+        full = (os.getpid(), key)
+        with self._lock:
+            self._closed[full] = None
+            self._closed.move_to_end(full)
+            while len(self._closed) > CLOSED_KEYS:
+                self._closed.popitem(last=False)
+            entry = self._open.pop(full, None)
             if entry is None:
                 return
             entry.dropped = True

@@ -74,7 +74,9 @@ class LocalSource:
             raise MissingFileError(f"file {path!r}: no such file or directory") from err
         if not os.path.isfile(path):
             raise MissingFileError(f"file {path!r}: a directory (or device), not a regular file")
-        return cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))
+        source = cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))
+        descriptors.reopen(source._key)
+        return source
 
     @property
     def size(self) -> int:
@@ -86,16 +88,23 @@ class LocalSource:
         """Deterministic identity used in dask names."""
         return (self.path, self.identity.size, self.identity.mtime_ns)
 
+    @property
+    def _key(self) -> tuple[str, int, int]:
+        # a file replaced under the same path is another key: it never reads the old inode
+        return (self.path, self.identity.size, self.identity.mtime_ns)
+
     def _fd(self):
         """The descriptor, held for the ``with`` block (a context manager giving an int)."""
-        return descriptors.use((self.path, self.identity.size, self.identity.mtime_ns))
+        return descriptors.use(self._key)
 
     def close(self) -> None:
         """Close this process's descriptor of the file (reopened if the source is used again).
 
         Maps already made keep their own reference to the file until they are released.
+        Reads after this (a task still running, an array computed later) open a descriptor
+        for their own read only (:mod:`dfits.io.descriptors`), until the file is opened again.
         """
-        descriptors.close((self.path, self.identity.size, self.identity.mtime_ns))
+        descriptors.close(self._key)
 
     def check(self) -> None:
         """Raise :class:`FileChangedError` if the file is not the one opened."""

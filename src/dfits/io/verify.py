@@ -126,3 +126,4 @@ def verify_checksum(path: str | os.PathLike[str], threads: int | None = None) ->
     finally:
         if isinstance(whole, mmap.mmap):
             whole.close()
+        source.close()  # a check holds nothing open after it, whatever it found
