@@ -59,6 +59,13 @@ def test_downsample_a_sky_axis_by_number(tmp_path):
     assert got.dims[2] == "x"
     assert "ra" not in got.coords
     np.testing.assert_allclose(got.values, want, rtol=3e-7, atol=1e-7, equal_nan=True)
+    # the rotated sky grid: each new pixel's world position is its run's centre
+    before, after = _open(path).fits.wcs.celestial, got.fits.wcs.celestial
+    j = np.arange(got.sizes["x"])
+    y = np.full(j.shape, 3.0)
+    np.testing.assert_allclose(
+        after.pixel_to_world_values(j, y), before.pixel_to_world_values(2 * j + 0.5, y)
+    )
 
 
 @pytest.mark.parametrize(("factor", "match"), [(0, "from 1"), (-2, "from 1"), (14, "from 1"),

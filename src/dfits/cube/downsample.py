@@ -15,10 +15,13 @@ Chunks along the axis must hold whole runs; the accessor hands whole axes
 ``factor`` first.
 
 The coordinate of the axis becomes each run's centre (linear along the axis, as the WCS
-is), and the header's WCS describes the new pixels (CDELT and CD scaled by ``factor``,
-CRPIX moved: astropy's ``wcs[::factor]``, which spectral-cube uses), so ``.fits.wcs`` and
-the moments follow. Other coordinates along the axis (2-D ``ra``/``dec`` when a sky axis is
-downsampled) are dropped: ``.fits.wcs`` gives them back.
+is), and the header's WCS describes the new pixels (the pixel axis's PC or CD column, or its
+CDELT, scaled by ``factor`` and CRPIX moved, as dfits' own stepped slicing does), so
+``.fits.wcs`` and the moments follow. Along a spectral axis this is astropy's
+``wcs[::factor]``, which spectral-cube uses; along a sky axis of a rotated grid astropy
+scales CDELT (a row of the matrix) instead, and differs. Other coordinates along the axis
+(2-D ``ra``/``dec`` when a sky axis is downsampled) are dropped: ``.fits.wcs`` gives them
+back.
 """
 
 from __future__ import annotations
@@ -136,10 +139,20 @@ def _header(text: str, n: int, p0: float, step: float, factor: int, nout: int) -
     crpix = float(header.get(f"CRPIX{n}", 0.0))
     # pixel j's centre is old pixel p0 + step·j + (step/factor)·(factor-1)/2, 0-based
     header[f"CRPIX{n}"] = (crpix - 1 - p0) / step + 0.5 + 1 / (2 * factor)
-    cd = [k for k in header if k.startswith("CD") and k.endswith(f"_{n}") and "_" in k]
-    for key in cd:
-        header[key] = header[key] * step
-    if not cd:
+    # the pixel axis's column of the linear transformation scales (as dfits' own slicing
+    # does); astropy's slicing scales CDELTn, the world axis's row, which differs where a
+    # PC matrix rotates the sky grid
+    naxis = int(header.get("NAXIS", n))
+    if any(f"CD{i}_{n}" in header for i in range(1, naxis + 1)):
+        for i in range(1, naxis + 1):
+            if f"CD{i}_{n}" in header:
+                header[f"CD{i}_{n}"] = header[f"CD{i}_{n}"] * step
+    elif any(k.startswith("PC") for k in header):
+        for i in range(1, naxis + 1):
+            default = 1.0 if i == n else 0.0
+            if f"PC{i}_{n}" in header or i == n:
+                header[f"PC{i}_{n}"] = float(header.get(f"PC{i}_{n}", default)) * step
+    else:
         header[f"CDELT{n}"] = float(header.get(f"CDELT{n}", 1.0)) * step
     if f"NAXIS{n}" in header:
         header[f"NAXIS{n}"] = nout
