@@ -11,7 +11,10 @@ interpreter:
   summed per top-level package;
 * :func:`families`: each kernel family's first call against its second, in a process of its
   own, after numba's own first cached function (the floor every family pays once);
-* :func:`memory`: the resident memory each library adds, alone and in a worker's order.
+* :func:`memory`: the resident memory each library adds, alone and in a worker's order;
+* :func:`one_shot`: issue 49's end-to-end figures: each tool's script (or command) in fresh
+  processes, interleaved, from interpreter start to the answer (``ONE_SHOT``), with the
+  ratios the issue sets (dfits against astropy, fitsio and ``fitsinfo``).
 """
 
 from __future__ import annotations
@@ -252,3 +255,79 @@ def print_breakdown(tmpdir: Path, scale: float, runs: int) -> None:
     print("\nkernel family: floor / first / second call (s)")
     for name, res in families(tmpdir, runs).items():
         print(f"  {name}: {res['floor']:.3f} / {res['first']:.3f} / {res['second']:.5f}")
+
+
+#: issue 49's one-shot cases: per case, per tool, the script run as ``python -c SCRIPT PATH``
+#: (``cli:`` entries are commands); each prints its answer. The dfits scripts are what a
+#: user writes (a bare ``compute()``, dask's own scheduler lookup).
+ONE_SHOT = {
+    "image": {
+        "dfits": "import sys, dfits; print(float(dfits.open(sys.argv[1])[1].data.sum().compute()))",
+        "astropy": "import sys; from astropy.io import fits; "
+        "print(float(fits.open(sys.argv[1])[1].data.sum()))",
+        "fitsio": "import sys, fitsio; print(float(fitsio.read(sys.argv[1], ext=1).sum()))",
+    },
+    "table": {
+        "dfits": "import sys, dask, dfits; h = dfits.open(sys.argv[1])[1]; "
+        f"print(dask.compute(*[h.column(c).sum() for c in {TABLE_SUMS!r}]))",
+        "astropy": "import sys; from astropy.io import fits; d = fits.open(sys.argv[1])[1].data; "
+        f"print([d[c].sum() for c in {TABLE_SUMS!r}])",
+        "fitsio": "import sys, fitsio; "
+        f"d = fitsio.read(sys.argv[1], ext=1, columns={TABLE_SUMS!r}); "
+        f"print([d[c].sum() for c in {TABLE_SUMS!r}])",
+    },
+    "info": {"dfits": "cli:dfits info", "astropy": "cli:fitsinfo"},
+    "stats": {
+        "dfits": "cli:dfits stats --quiet",
+        "astropy": "import sys, numpy as np; from astropy.io import fits; "
+        "d = fits.getdata(sys.argv[1]); "
+        "print(np.nanmin(d), np.nanmax(d), np.nanmean(d), np.nanstd(d))",
+    },
+}
+
+
+def _one(script: str, path: Path) -> float:
+    if script.startswith("cli:"):
+        cmd = script[4:].split()
+        cmd = [str(Path(sys.executable).with_name(cmd[0])), *cmd[1:], str(path)]
+    else:
+        cmd = [sys.executable, "-c", script, str(path)]
+    start = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
+def write_float_image(path: Path, nbytes: int) -> None:
+    """A float32 image of about ``nbytes`` (some NaN), for ``stats``: 1 GiB in issue 49."""
+    from astropy.io import fits
+
+    cols = 4096
+    rows = max(2, nbytes // (cols * 4))
+    data = np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32)
+    data[::97, ::89] = np.nan
+    fits.PrimaryHDU(data).writeto(path, overwrite=True)
+
+
+def one_shot(tmpdir: Path, scale: float, runs: int) -> dict[str, dict[str, float]]:
+    """Median seconds of each tool per case, the tools interleaved run by run."""
+    image = case_file(tmpdir, "image", scale)
+    files = {"image": image, "table": case_file(tmpdir, "table", scale), "info": image}
+    files["stats"] = tmpdir / f"float-{scale:g}.fits"
+    if not files["stats"].exists():
+        write_float_image(files["stats"], int((1 << 30) * scale))
+    out: dict[str, dict[str, float]] = {}
+    for case, tools in ONE_SHOT.items():
+        samples: dict[str, list[float]] = {t: [] for t in tools}
+        for _ in range(runs):
+            for tool, script in tools.items():
+                samples[tool].append(_one(script, files[case]))
+        out[case] = {t: statistics.median(v) for t, v in samples.items()}
+    return out
+
+
+def print_one_shot(tmpdir: Path, scale: float, runs: int) -> None:
+    print(f"one-shot, fresh processes, medians of {runs} (scale {scale:g}); speed-up of dfits")
+    for case, times in one_shot(tmpdir, scale, runs).items():
+        cells = ", ".join(f"{t} {v:.3f} s" for t, v in times.items())
+        ratios = ", ".join(f"{times[t] / times['dfits']:.2f}x {t}" for t in times if t != "dfits")
+        print(f"  {case}: {cells} ({ratios})")

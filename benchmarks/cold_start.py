@@ -18,8 +18,10 @@ open, the graph, the scheduler lookup (dfits' own choice, :mod:`dfits.array.sche
 dask's ``get_scheduler``, which imports distributed), the kernels' loads (a tiny slice
 computed first), the first and a second full compute; plus the imports of the whole run by
 library (``-X importtime``, self times summed) and each kernel family's first use against
-its second (:mod:`cold_phases`). ``--memory`` prints what each library adds to a fresh
-process's resident memory, alone and in the order a dask worker loads them.
+its second (:mod:`cold_phases`). ``--one-shot`` times issue 49's end-to-end cases against
+astropy, fitsio and ``fitsinfo`` (``--scale 1``: the issue's sizes). ``--memory`` prints
+what each library adds to a fresh process's resident memory, alone and in the order a dask
+worker loads them.
 """
 
 from __future__ import annotations
@@ -130,12 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--breakdown", action="store_true", help="phases of the one-shot cases")
     ap.add_argument("--scale", type=float, default=1.0, help="--breakdown: files' size factor")
     ap.add_argument("--memory", action="store_true", help="resident memory by library")
+    ap.add_argument("--one-shot", action="store_true", help="issue 49's end-to-end cases")
     args = ap.parse_args(argv)
     tmp = args.tmpdir or Path(tempfile.mkdtemp(prefix="dfcold-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    if args.breakdown or args.memory:
+    if args.breakdown or args.memory or args.one_shot:
         import cold_phases
 
+        if args.one_shot:
+            cold_phases.print_one_shot(tmp, args.scale, args.runs)
         if args.memory:
             cold_phases.print_memory()
         if args.breakdown:

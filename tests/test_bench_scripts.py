@@ -579,3 +579,11 @@ def test_cold_phases_time_each_phase_of_both_cases(tmp_path):
     assert "dask" in phases.imports_by_library(path, "table", "dfits")
     one = phases.families(tmp_path, 1, ["sum_count"])["sum_count"]
     assert one["second"] < one["first"]
+
+
+def test_cold_phases_one_shot_runs_every_tool_of_every_case(tmp_path):
+    phases = _script("cold_phases")
+    res = phases.one_shot(tmp_path, 0.002, 1)
+    assert set(res) == {"image", "table", "info", "stats"}
+    assert set(res["image"]) == {"dfits", "astropy", "fitsio"}
+    assert all(v > 0 for times in res.values() for v in times.values())
