@@ -233,7 +233,10 @@ def test_chunks_hold_whole_tiles_and_read_only_their_tiles(tmp_path, monkeypatch
 
     def spy(self, k, t, data):
         seen.append(t)
+        cells.append((self.cells[k].column.name, t))
         return decoded(self, k, t, data)
+
+    cells = []
 
     monkeypatch.setattr(TiledRows, "_decoded", spy)
     np.asarray(reader.rows(20, 30))
@@ -244,6 +247,11 @@ def test_chunks_hold_whole_tiles_and_read_only_their_tiles(tmp_path, monkeypatch
     seen.clear()
     hdu.column("E").sum().compute()
     assert sorted(seen) == list(range(7))  # each tile once
+    for read in (hdu.to_pandas, hdu.to_arrow, lambda: dask.compute(hdu.aggregate("sum"))):
+        cells.clear()
+        read()
+        assert len(cells) == len(set(cells))  # each column's cell of each tile once
+        assert {name for name, _ in cells} <= {"J", "E", "PJ"}
 
 
 def _corrupt(tmp_path, at: str) -> Path:

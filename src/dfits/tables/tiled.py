@@ -114,7 +114,8 @@ class TiledRows:
     """The original rows of a tile-compressed table, narrowed to the fields of ``cells``
     (one after the other): a byte source whose ``map`` decompresses the tiles it touches."""
 
-    mappable: ClassVar[bool] = True
+    #: no multi-column pass over "mapped" rows: each column decompresses only its own cells
+    mappable: ClassVar[bool] = False
 
     file: Any
     offset: int
@@ -140,7 +141,7 @@ class TiledRows:
         return (*self.file.token, "ztable", self.offset, numbers)
 
     def verify(self) -> None:
-        self.file.verify()
+        getattr(self.file, "verify", lambda: None)()  # local files check at each map
 
     def map(self, start: int, nbytes: int, **_: Any) -> np.ndarray:
         """The narrowed rows' bytes ``start`` to ``start + nbytes`` (a new array)."""
@@ -151,15 +152,11 @@ class TiledRows:
         rows = self.rows_block(first, stop).reshape(-1)
         return rows[start - first * width : start - first * width + nbytes]
 
-    def _where(self, k: int, tile: int) -> str:
-        c = self.cells[k].column
-        a = tile * self.tile_rows
-        rows = f"rows {a + 1}..{min(a + self.tile_rows, self.nrows)}"
-        return f"{self.where}, column {c.number} ({c.name!r}), tile {tile + 1} ({rows})"
-
     def _fail(self, k: int, tile: int, why: str) -> DataError:
-        cell = self.cells[k]
-        return DataError(f"{self._where(k, tile)}: the {cell.algorithm} cell: {why}")
+        c, a = self.cells[k].column, tile * self.tile_rows
+        rows = f"rows {a + 1}..{min(a + self.tile_rows, self.nrows)}"
+        at = f"{self.where}, column {c.number} ({c.name!r}), tile {tile + 1} ({rows})"
+        return DataError(f"{at}: the {self.cells[k].algorithm} cell: {why}")
 
     def compressed(self, first: int, stop: int, ks: Sequence[int]) -> dict[tuple[int, int], Any]:
         """The compressed cells of columns ``ks`` in tiles ``first`` to ``stop``, by
@@ -202,14 +199,16 @@ class TiledRows:
         except CellError as err:
             raise self._fail(k, tile, str(err)) from None
 
-    def rows_block(self, first: int, stop: int) -> np.ndarray:
-        """Rows ``first`` to ``stop``, narrowed, as an ``(n, row_bytes)`` ``uint8`` array."""
-        n, width = stop - first, self.row_bytes
+    def rows_block(self, first: int, stop: int, only: int | None = None) -> np.ndarray:
+        """Rows ``first`` to ``stop``, narrowed, as an ``(n, row_bytes)`` ``uint8`` array (or
+        ``(n, width)``: the field of cell ``only``)."""
+        ks = range(len(self.cells)) if only is None else [only]
+        n, width = stop - first, sum(self.cells[k].column.width for k in ks)
         out = np.zeros((max(n, 0), width), np.uint8)
         if n <= 0 or width == 0:
             return out
         t0, t1 = first // self.tile_rows, (stop - 1) // self.tile_rows + 1
-        ks = [k for k, c in enumerate(self.cells) if c.column.width]
+        ks = [k for k in ks if self.cells[k].column.width]
         cells = self.compressed(t0, t1, ks)
         for t in range(t0, t1):
             a = t * self.tile_rows
@@ -219,7 +218,7 @@ class TiledRows:
                 c = self.cells[k].column
                 raw = self._decoded(k, t, cells[t, k])
                 fields = raw[: (b - a) * c.width].reshape(b - a, c.width)
-                at = self.field_offset(k)
+                at = 0 if only is not None else self.field_offset(k)
                 out[lo - first : hi - first, at : at + c.width] = fields[lo - a : hi - a]
         return out
 
@@ -282,10 +281,10 @@ class TiledRows:
         if len(data) == size:
             return data  # cfitsio stores an array that does not shrink as it is
         cell = self.cells[k]
-        code = cell.column.form.element
+        shuffle = shuffle_width(cell.column.form.element, True)
         try:
             bytepix = cell.bytepix if cell.algorithm == "RICE_1" else 1
-            return decode_cell(cell.algorithm, data, size, shuffle_width(code, True), bytepix)
+            return decode_cell(cell.algorithm, data, size, shuffle, bytepix)
         except CellError as err:
             raise self._fail(k, t, f"{where}: {err}") from None
 
@@ -302,9 +301,6 @@ class TiledColumnReader(ColumnReader):
     @property
     def tile_rows(self) -> int:
         return self.source.tile_rows
-
-    def _variable(self) -> bool:
-        return self.column.code in "PQ"
 
     def _block(self, rows: np.ndarray) -> tuple[ColumnReader, np.ndarray]:
         """A plain reader over the arrays of ``rows`` rebuilt in memory: fresh 64-bit
@@ -328,20 +324,27 @@ class TiledColumnReader(ColumnReader):
         return inner.values_at(block, 0, 16, len(rows), first, frame)
 
     def rows(self, first: int, stop: int) -> Any:
-        if not self._variable():
+        if self.column.code not in "PQ":
             return super().rows(first, stop)
         return self._arrays(np.arange(first, max(stop, first)), first, False)[0]
 
     def rows_and_nulls(self, first: int, stop: int) -> tuple[Any, np.ndarray | None]:
-        if not self._variable():
+        if self.column.code not in "PQ":
             return super().rows_and_nulls(first, stop)
         return self._arrays(np.arange(first, max(stop, first)), first, True)
 
     def take(self, rows: np.ndarray, frame: bool = False) -> tuple[Any, np.ndarray | None]:
         rows = np.asarray(rows, np.int64)
-        if not self._variable():
+        if self.column.code not in "PQ":
             return super().take(rows, frame)
         return self._arrays(rows, int(rows[0]) if len(rows) else 0, frame)
+
+    def _field_bytes(self, first: int, n: int) -> tuple[np.ndarray, int, int]:
+        """This column's fields of rows ``first`` to ``first + n`` (only its cells)."""
+        width = self.column.width
+        if n <= 0 or width == 0:
+            return np.zeros(0, np.uint8), 0, width
+        return self.source.rows_block(first, first + n, self.cell).reshape(-1), 0, width
 
     def _taken(self, rows: np.ndarray) -> tuple[np.ndarray, int, int]:
         """The fields of rows ``rows``, from the tiles that hold them only."""
@@ -354,22 +357,19 @@ class TiledColumnReader(ColumnReader):
         for t in np.unique(tiles):
             pick = np.flatnonzero(tiles == t)
             a = int(t) * self.tile_rows
-            block = self.source.rows_block(a, min(a + self.tile_rows, self.nrows))
-            out[pick] = block[rows[pick] - a, c.offset : c.offset + c.width]
+            block = self.source.rows_block(a, min(a + self.tile_rows, self.nrows), self.cell)
+            out[pick] = block[rows[pick] - a]
         return out.reshape(-1), 0, c.width
 
     def lists(self, first: int, stop: int, rows: np.ndarray | None = None):
-        if rows is None:
-            rows = np.arange(first, max(stop, first))
-        rows = np.asarray(rows, np.int64)
+        rows = np.arange(first, max(stop, first)) if rows is None else np.asarray(rows, np.int64)
         if not len(rows):
             return np.zeros(0, self.column.element_dtype), np.zeros(0, np.int64)
         inner, block = self._block(rows)
         return heap.elements(inner, block, 0, 16, len(rows), int(rows[0]))
 
     def holds_legacy_logicals(self) -> bool:
-        """As :func:`dfits.tables.heap.holds_legacy_logicals`, over the decompressed arrays
-        (a tile at a time; stops at the first byte that is neither 0x00 nor 0x01)."""
+        """:func:`dfits.tables.heap.holds_legacy_logicals` over the arrays, tile by tile."""
         seen = np.zeros(256, bool)
         for a in range(0, self.nrows, self.tile_rows):
             rows = np.arange(a, min(a + self.tile_rows, self.nrows))
