@@ -52,9 +52,12 @@ def _algorithm(algorithms: dict[str, str], column) -> str:
     return "GZIP_1" if chosen == "RICE_1" and code not in "BIJ" else chosen
 
 
-def compress_table(src: Path, dst: Path, tile_rows: int, algorithms: dict[str, str]) -> Path:
-    """``src``'s first table compressed as cfitsio does (one 1QB cell per column and tile;
-    variable-length arrays compressed one by one, their descriptors gzipped)."""
+def compress_table(
+    src: Path, dst: Path, tile_rows: int, algorithms: dict[str, str], word: str = "Q"
+) -> Path:
+    """``src``'s first table compressed as cfitsio does (one 1QB cell per column and tile,
+    or 1PB with ``word="P"``; variable-length arrays compressed one by one, their
+    descriptors gzipped)."""
     hdu = dfits.open(src)[1]
     table = hdu._table()
     raw = src.read_bytes()
@@ -63,7 +66,7 @@ def compress_table(src: Path, dst: Path, tile_rows: int, algorithms: dict[str, s
     rows = rows.reshape(table.nrows, table.row_bytes)
     heap = raw[start + table.heap_offset : start + table.heap_offset + table.heap_size]
     ntiles = -(-table.nrows // tile_rows)
-    cells = np.zeros((ntiles, len(table.columns), 2), ">i8")
+    cells = np.zeros((ntiles, len(table.columns), 2), ">i8" if word == "Q" else ">i4")
     out = bytearray()
     for t in range(ntiles):
         block = rows[t * tile_rows : (t + 1) * tile_rows]
@@ -82,12 +85,12 @@ def compress_table(src: Path, dst: Path, tile_rows: int, algorithms: dict[str, s
             continue
         keywords.append((c.keyword, c.value))
     for c in table.columns:
-        keywords += [(f"TFORM{c.number}", "1QB"), (f"ZFORM{c.number}", c.tform)]
+        keywords += [(f"TFORM{c.number}", f"1{word}B"), (f"ZFORM{c.number}", c.tform)]
         keywords.append((f"ZCTYP{c.number}", _algorithm(algorithms, c)))
     keywords += [("ZTABLE", True), ("ZTILELEN", tile_rows), ("ZNAXIS1", table.row_bytes),
                  ("ZNAXIS2", table.nrows), ("ZPCOUNT", table.heap_size)]  # fmt: skip
     data = cells.tobytes() + bytes(out)
-    naxis1 = 16 * len(table.columns)
+    naxis1 = cells.itemsize * 2 * len(table.columns)
     return write_table(dst, keywords, data, naxis1=naxis1, naxis2=ntiles, pcount=len(out))
 
 
@@ -307,3 +310,31 @@ def test_corpus_tables_read_as_funpack_restores_them(tmp_path, name):
     tiled = dfits.open(path)[1]
     assert tiled.header["ZTABLE"] is True
     same_tables(tiled, dfits.open(back)[1])
+
+
+def test_1pb_cells_and_in_memory_files(tmp_path):
+    import io
+
+    src = write_binary(tmp_path / "t.fits", seed=8, nrows=33)
+    dst = compress_table(src, tmp_path / "t.fz", 8, {"*": "GZIP_2"}, word="P")
+    assert dfits.open(dst)[1].header["TFORM1"] == "1PB"
+    same_tables(dfits.open(dst)[1], dfits.open(src)[1])
+    same_tables(dfits.open(io.BytesIO(dst.read_bytes()))[1], dfits.open(src)[1])
+
+
+def test_legacy_logical_arrays_warn_as_in_the_plain_table(tmp_path):
+    src = write_binary(tmp_path / "t.fits", seed=8, nrows=40, kinds=["J", "PL"])
+    raw = bytearray(src.read_bytes())
+    hdu = dfits.open(src)[1]
+    table = hdu._table()
+    start = hdu.layout.data_offset + table.heap_offset
+    heap = bytes(raw[start : start + table.heap_size])
+    raw[start : start + table.heap_size] = heap.replace(b"T", b"\1").replace(b"F", b"\0")
+    src.write_bytes(bytes(raw))  # astropy <= 7.2's logicals: 0x00/0x01
+    dst = compress_table(src, tmp_path / "t.fz", 8, {"*": "GZIP_1"})
+    with pytest.warns(dfits.DfitsWarning, match="astropy <= 7.2"):
+        got = dfits.open(dst)[1].column("PL").compute()
+    with pytest.warns(dfits.DfitsWarning, match="astropy <= 7.2"):
+        want = dfits.open(src)[1].column("PL").compute()
+    _equal(got, want, "PL")
+    assert any(cell.any() for cell in got)
