@@ -214,6 +214,10 @@ def test_mixed_algorithms_and_every_route(tmp_path):
         _equal(a[name].to_numpy(), b[name].to_numpy(), f"where {name}")
     frame = tiled.to_dask_dataframe(["J", "PEd"]).compute()
     _equal(frame["PEd"].to_numpy(), b_all(plain, "PEd"), "dask dataframe PEd")
+    for where in (None, rule):
+        got, want = tiled.read(where=where), plain.read(where=where)
+        for name in want:
+            _equal(got[name], want[name], f"read(where={where!r}) {name}")
     rows = tiled.data[5:40]
     _equal(rows["QD"], plain.data[5:40]["QD"], "hdu.data rows")
 
