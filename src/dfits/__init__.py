@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from dfits.file import HDU, FitsFile, open
     from dfits.format.header import Header
     from dfits.io.verify import verify_checksum
+    from dfits.jupyter.explore import explore
     from dfits.write import append, to_fits
 
 __version__ = "0.1.0"
@@ -63,6 +64,7 @@ __all__ = [
     "TruncatedFileError",
     "UnsupportedError",
     "append",
+    "explore",
     "open",
     "to_fits",
     "verify_checksum",
@@ -74,6 +76,7 @@ _LAZY = {
     "HDU": "dfits.file",
     "Header": "dfits.format.header",
     "verify_checksum": "dfits.io.verify",
+    "explore": "dfits.jupyter.explore",
 }
 
 

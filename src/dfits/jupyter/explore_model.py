@@ -114,6 +114,7 @@ class ExploreModel:
         unit: Any = None, convention: str = "radio",
     ) -> None:  # fmt: skip
         self.source: Source = as_source(obj, hdu, unit=unit, convention=convention)
+        self.last_spectrum: Spectrum | None = None
         ny, nx = self.source.plane_shape
         self.state = State(
             channel=self.source.nchan // 2, window=(0, ny, 0, nx), view=_size(view),
@@ -168,7 +169,8 @@ class ExploreModel:
         ny, nx = self.source.plane_shape
         y, x = _clip(y, ny), _clip(x, nx)
         values = self._read(self.source.index(slice(None), self.state.stokes, y, x))
-        return Spectrum((y, x), np.atleast_1d(values))
+        self.last_spectrum = Spectrum((y, x), np.atleast_1d(values))
+        return self.last_spectrum
 
     def box_spectrum(self, y0: int, y1: int, x0: int, x1: int) -> Spectrum:
         """The mean spectrum of the box ``[y0:y1, x0:x1]`` (NaN skipped; all-NaN → NaN)."""
@@ -180,7 +182,8 @@ class ExploreModel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN channels are expected
             values = np.nanmean(box, axis=tuple(kept.index(a) for a in ax.plane))
-        return Spectrum((y0, y1, x0, x1), np.atleast_1d(values), "box")
+        self.last_spectrum = Spectrum((y0, y1, x0, x1), np.atleast_1d(values), "box")
+        return self.last_spectrum
 
     def cursor(self, y: int, x: int) -> dict[str, Any]:
         """Pixel, sky position and value of file pixel ``(y, x)`` in the current channel."""

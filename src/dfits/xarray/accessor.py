@@ -310,6 +310,13 @@ class FitsDataArrayAccessor(SpectralMethods, BeamMethods, NoiseMethods, SkyMetho
         hdu = obj.fits._as_hdu()
         return figure("channel_maps", hdu, n, full=full, spectral=spectral_labels(obj), **kw)
 
+    def explore(self, **kw: Any) -> Any:
+        """An interactive explorer of this cube in the notebook, one plane read per move
+        (:func:`dfits.explore`; keywords as there)."""
+        import dfits
+
+        return dfits.explore(self._obj, **kw)
+
     def to_fits(self, path: Any, **kw: Any) -> Any:
         """Write this DataArray as a FITS file, header and WCS kept (:func:`dfits.to_fits`)."""
         from dfits.xarray.tofits import to_fits
