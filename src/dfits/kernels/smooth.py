@@ -18,11 +18,11 @@ result is rounded once to ``out``'s type.
 shorter), NaN and BLANK left out, NaN for a run without a value: ``np.nanmean`` of each run,
 accumulated in float64 and rounded once (spectral-cube's ``downsample_axis``).
 
-The convolution kernel decodes a tile of columns along the whole axis once into a float64 workspace
-(``nb × 256`` values: 800 KiB for 400 channels), then every tap is a multiply-add over the
-tile's contiguous columns. Windows without a NaN (the common case: a prefix count of rows
-holding one says which) skip the weight sum and divide by the kernel's sum, as astropy does
-for a spectrum without NaN.
+The convolution kernel decodes a tile of columns along the whole axis once into a workspace
+of the physical type (``nb × 256`` values: 400 KiB for 400 float32 channels; float32 widens
+to float64 exactly), then every tap is a multiply-add over the tile's contiguous columns.
+Windows without a NaN (the common case: a prefix count of rows holding one says which) skip
+the weight sum and divide by the kernel's sum, as astropy does for a spectrum without NaN.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def convolve_axis(
     inner = int(np.prod(u.shape[ax + 1 :]))
     # a view for any chunk dask hands us; an odd strided slice is copied (stored bytes)
     v = u.reshape(outer, nb, inner)
-    vals = np.empty((nb, min(TILE, inner)))
+    # the workspace in the physical type: float32 values widen exactly, and half the bytes
+    # of float64 stay in cache while every tap re-reads them
+    wide = np.float32 if spec.physical == np.float32 else np.float64
+    vals = np.empty((nb, min(TILE, inner)), dtype=wide)
     prefix = np.empty(nb + 1, dtype=np.int64)
     # astropy divides a spectrum without NaN by numpy's sum of the kernel
     ksum = float(k.sum())
