@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import pickle
 
 import numpy as np
@@ -136,6 +137,20 @@ def test_changed_file_is_detected(blob):
     blob.write_bytes(b"x" * 10)
     with pytest.raises(dfits.FileChangedError, match="changed since it was opened"):
         src.map(0, 5)
+
+
+@pytest.mark.parametrize("how", ["map", "read", "read_exact"])
+def test_a_file_replaced_with_the_same_size_and_time_is_detected(blob, how):
+    # a rename into place (to_fits) within one timestamp tick: only the inode tells
+    old = os.stat(blob)
+    src = LocalSource.open(blob)
+    local.descriptors.close(src._key)  # the next read opens the path again
+    fresh = blob.with_name("fresh.bin")
+    fresh.write_bytes(b"y" * old.st_size)
+    os.utime(fresh, ns=(old.st_atime_ns, old.st_mtime_ns))
+    os.replace(fresh, blob)
+    with pytest.raises(dfits.FileChangedError, match="inode"):
+        getattr(src, how)(0, 5)
 
 
 def test_open_source_routes_paths_and_urls(blob):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -62,8 +62,12 @@ class Descriptors:
         return sum(key[0] == pid for key in self._open)
 
     @contextmanager
-    def use(self, key: Any) -> Iterator[int]:
-        """Hold the descriptor of ``key[0]`` (a path) open for the block and yield it."""
+    def use(self, key: Any, verify: Callable[[int], None] | None = None) -> Iterator[int]:
+        """Hold the descriptor of ``key[0]`` (a path) open for the block and yield it.
+
+        ``verify(fd)`` runs on a descriptor just opened, before anyone uses it; if it raises,
+        the descriptor is closed and the error propagates.
+        """
         full = (os.getpid(), key)
         with self._lock:
             entry = self._open.get(full)
@@ -71,7 +75,7 @@ class Descriptors:
                 self._open.move_to_end(full)
                 entry.users += 1
         if entry is None:
-            entry = self._opened(full, key[0])
+            entry = self._opened(full, key[0], verify)
         try:
             yield entry.fd
         finally:
@@ -81,9 +85,17 @@ class Descriptors:
             if closing:
                 os.close(entry.fd)
 
-    def _opened(self, full: tuple[int, Any], path: str) -> _Entry:
+    def _opened(
+        self, full: tuple[int, Any], path: str, verify: Callable[[int], None] | None
+    ) -> _Entry:
         # opened outside the lock: a slow file system must not stall other files' reads
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        if verify is not None:
+            try:
+                verify(fd)
+            except BaseException:
+                os.close(fd)
+                raise
         with self._lock:
             if full in self._closed:
                 # closed meanwhile or before: this block's own descriptor, never cached

@@ -17,8 +17,10 @@ away when the last view of it is garbage-collected.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +51,17 @@ descriptors = Descriptors()
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What must not change between open and read: size and modification time."""
+    """What must not change between open and read: size, modification time and inode (a
+    file renamed into place, as ``to_fits`` writes, is another inode even when its size and
+    time match the old one's)."""
 
     size: int
     mtime_ns: int
+    ino: int = 0
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileIdentity:
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ class LocalSource:
             raise MissingFileError(f"file {path!r}: no such file or directory") from err
         if not os.path.isfile(path):
             raise MissingFileError(f"file {path!r}: a directory (or device), not a regular file")
-        source = cls(os.path.abspath(path), FileIdentity(st.st_size, st.st_mtime_ns))
+        source = cls(os.path.abspath(path), FileIdentity.of(st))
         descriptors.reopen(source._key)
         return source
 
@@ -93,9 +102,37 @@ class LocalSource:
         # a file replaced under the same path is another key: it never reads the old inode
         return (self.path, self.identity.size, self.identity.mtime_ns)
 
-    def _fd(self):
-        """The descriptor, held for the ``with`` block (a context manager giving an int)."""
-        return descriptors.use(self._key)
+    @contextlib.contextmanager
+    def _fd(self) -> Iterator[int]:
+        """The descriptor, held for the ``with`` block.
+
+        A descriptor is checked when it is opened (by path: the file may have been replaced
+        or removed since ``dfits.open``), so no byte read through it comes from another file;
+        the same file changed in place is caught by :meth:`check` (each map checks).
+        """
+        with contextlib.ExitStack() as stack:
+            try:
+                fd = stack.enter_context(descriptors.use(self._key, self._verify))
+            except FileChangedError:
+                raise
+            except FileNotFoundError as err:
+                raise FileChangedError(
+                    f"file {self.path!r} was removed since it was opened"
+                ) from err
+            except OSError as err:
+                raise FileChangedError(f"file {self.path!r} can no longer be read: {err}") from err
+            yield fd
+
+    def _verify(self, fd: int) -> None:
+        """Raise :class:`FileChangedError` if ``fd``'s file is not the one opened."""
+        now = FileIdentity.of(os.fstat(fd))
+        if now != self.identity:
+            was = self.identity
+            raise FileChangedError(
+                f"file {self.path!r} changed since it was opened (size {was.size} -> "
+                f"{now.size}, mtime_ns {was.mtime_ns} -> {now.mtime_ns}, inode {was.ino} -> "
+                f"{now.ino})"
+            )
 
     def close(self) -> None:
         """Close this process's descriptor of the file (reopened if the source is used again).
@@ -108,20 +145,8 @@ class LocalSource:
 
     def check(self) -> None:
         """Raise :class:`FileChangedError` if the file is not the one opened."""
-        try:
-            with self._fd() as fd:
-                st = os.fstat(fd)
-        except FileNotFoundError as err:
-            raise FileChangedError(f"file {self.path!r} was removed since it was opened") from err
-        except OSError as err:
-            raise FileChangedError(f"file {self.path!r} can no longer be read: {err}") from err
-        now = FileIdentity(st.st_size, st.st_mtime_ns)
-        if now != self.identity:
-            raise FileChangedError(
-                f"file {self.path!r} changed since it was opened "
-                f"(size {self.identity.size} -> {now.size}, "
-                f"mtime_ns {self.identity.mtime_ns} -> {now.mtime_ns})"
-            )
+        with self._fd() as fd:
+            self._verify(fd)
 
     def read(self, offset: int, nbytes: int) -> bytes:
         """Return up to ``nbytes`` bytes at ``offset`` (fewer only at end of file)."""
@@ -153,7 +178,6 @@ class LocalSource:
         """
         if nbytes == 0:
             return np.empty(0, np.uint8)
-        self.check()
         if offset + nbytes > self.size:
             raise TruncatedFileError(
                 f"file {self.path!r}: needed bytes {offset}..{offset + nbytes} "
@@ -167,6 +191,7 @@ class LocalSource:
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         # the map holds a duplicate of the descriptor: it outlives this block and the cache
         with self._fd() as fd:
+            self._verify(fd)  # the descriptor mapped is the one checked
             m = mmap.mmap(fd, stop - start, flags=flags, prot=mmap.PROT_READ, offset=start)
         if runs is not None and not populate:
             _split_gaps(m, start, runs)

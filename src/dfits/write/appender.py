@@ -12,10 +12,15 @@ the headers (with DATASUM/CHECKSUM) last, flushes again and removes the journal.
 inside the ``with`` block truncates the file back to its old size.
 
 Why the headers go last: until they are written the new blocks are zeros after the last HDU,
-which readers (dfits, astropy) take for padding, so the old HDUs stay readable throughout. A
-process killed mid-append cannot clean up; its journal says where the file ended, and the
-next append rolls the file back to that size before it starts, so the file ends up with or
-without each appended HDU, never with half of one.
+which readers (dfits, astropy) take for padding, so the old HDUs stay readable throughout.
+The first byte of the first new header is written after all the rest (and flushed between):
+before it, the old HDUs end at bytes that are no HDU (a zero byte, then ``TENSION= ...``);
+with it, every new HDU is complete. So a reader opening the file meanwhile sees the old HDUs
+or all the new ones, never one header of several or a header half written (a write of two
+blocks is not atomic for a concurrent read; one byte is). A process killed mid-append
+cannot clean up; its journal says where the file ended, and the next append rolls the file
+back to that size before it starts, so the file ends up with or without each appended HDU,
+never with half of one.
 
 What it reads is the first block and the file size, whatever the number of HDUs: appending
 stays linear (10,000 small HDUs cost 10,000 times one). The trade-off: an append does not
@@ -157,6 +162,10 @@ class Append:
                 f"of {BLOCK_SIZE} (a truncated or unpadded last HDU); rewrite it with to_fits"
             )
 
+    def _sync(self) -> None:
+        if self.fsync:
+            getattr(os, "fdatasync", os.fsync)(self._fd)
+
     def _truncate(self, size: int) -> None:
         os.ftruncate(self._fd, size)
         if self.fsync:
@@ -192,15 +201,24 @@ class Append:
         return p
 
     def commit(self, p: WritePlan, sums: Sequence[Sequence[int]]) -> None:
-        """Write the headers after the data (``sums[i]``: HDU ``i``'s block sums)."""
+        """Write the headers after the data (``sums[i]``: HDU ``i``'s block sums), the first
+        byte of the first header last."""
         os.unlink(self._link)
-        if self.fsync:
-            getattr(os, "fdatasync", os.fsync)(self._fd)
-        for slot, parts in zip(p.hdus, sums, strict=True):
-            header = fitswriter.closed_header(slot, parts)
-            fitswriter.pwrite_all(self._fd, memoryview(header), slot.header_offset)
-        if self.fsync:
-            getattr(os, "fdatasync", os.fsync)(self._fd)
+        self._sync()
+        headers = [
+            memoryview(fitswriter.closed_header(slot, parts))
+            for slot, parts in zip(p.hdus, sums, strict=True)
+        ]
+        first = p.hdus[0].header_offset
+        fitswriter.pwrite_all(self._fd, headers[0][1:], first + 1)
+        for slot, header in zip(p.hdus[1:], headers[1:], strict=True):
+            fitswriter.pwrite_all(self._fd, header, slot.header_offset)
+        self._sync()
+        # Until this byte, the old HDUs are followed by bytes that are no HDU ("\0TENSION"),
+        # which every reader stops at; with it, every new HDU is whole: a reader sees all
+        # of them or none, never one header of several or a header half written.
+        fitswriter.pwrite_all(self._fd, headers[0][:1], first)
+        self._sync()
         os.unlink(self.journal)
         self._extended = False
         self.size = p.size
