@@ -12,6 +12,7 @@ import contextlib
 import os
 import resource
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -81,5 +82,45 @@ def test_open_compute_close_cycles_stay_flat(tmp_path, cycles, source):
     # to the next; a leak of one per cycle would still be 100 or 10,000
     slack = 2 if source == "local" else 8
     assert fds_after <= fds + slack, (fds, fds_after)
+    assert threads_after <= threads + 2, (threads, threads_after)
+    assert rss_after - rss <= 32 * 2**20, (rss, rss_after)
+
+
+@pytest.mark.parametrize(
+    "cycles", [100, pytest.param(10_000, marks=pytest.mark.slow)], ids=["short", "long"]
+)
+def test_open_read_write_append_close_cycles_stay_flat(tmp_path, cycles):
+    # issue 51: the writers too (to_fits replacing a file, append growing one, a file opened,
+    # reduced and closed between them) leave descriptors, threads and memory flat
+    names = [str(tmp_path / f"w{i}.fits") for i in range(4)]
+    grown = str(tmp_path / "grown.fits")
+    values = np.arange(512, dtype=np.float32).reshape(16, 32)
+
+    def cycle(k: int) -> None:
+        path = names[k % len(names)]
+        dfits.to_fits(values + k, path, overwrite=True, fsync=False)
+        with dfits.open(path, chunks=(4, 32)) as f:
+            assert float(f[0].data.sum().compute()) == float((values + k).sum())
+            assert f[0].section[1, 2] == values[1, 2] + k
+        if k % 100 == 0:  # a fresh file now and then, so the appends stay small
+            dfits.to_fits(values, grown, overwrite=True, fsync=False)
+        dfits.append(grown, values[:2] + k, fsync=False)
+        with dfits.open(grown) as g:
+            assert float(g[len(g) - 1].data.sum().compute()) == float((values[:2] + k).sum())
+
+    for k in range(50):
+        cycle(k)
+    fds, threads, rss = _state()
+    began = time.monotonic()
+    for k in range(cycles):
+        cycle(k)
+    seconds = time.monotonic() - began
+    fds_after, threads_after, rss_after = _state()
+    print(
+        f"\nsoak with writers: {cycles} cycles in {seconds:.1f} s; descriptors {fds} -> "
+        f"{fds_after}; threads {threads} -> {threads_after}; RSS {rss / 2**20:.1f} -> "
+        f"{rss_after / 2**20:.1f} MiB ({(rss_after - rss) / 2**20:+.1f})"
+    )
+    assert fds_after <= fds + 2, (fds, fds_after)
     assert threads_after <= threads + 2, (threads, threads_after)
     assert rss_after - rss <= 32 * 2**20, (rss, rss_after)
