@@ -127,7 +127,7 @@ function drawSpectrum(svg, info, values, channel, title) {
 function render({ model, el }) {
   const info = model.get("info");
   const [VH, VW] = model.get("view");
-  const root = el_("div", { class: "dfits-explore", style: "font:12px sans-serif" }, el);
+  const root = el_("div", { class: "dfits-explore", style: `font:12px sans-serif;display:inline-block;padding:4px;max-width:${Math.max(VW, 520) + 8}px` }, el);
   const c = controls(root, info, model);
   const canvas = el_("canvas", { class: "dfx-canvas", width: VW, height: VH, style: `display:block;margin-top:4px;background:#222;cursor:crosshair;width:${VW}px;height:${VH}px` }, root);
   const readout = el_("div", { class: "dfx-readout", style: "font-family:monospace;min-height:16px" }, root);

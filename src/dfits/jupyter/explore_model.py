@@ -181,7 +181,7 @@ class ExploreModel:
         kept = sorted(a for a in (ax.spectral, *ax.plane) if a is not None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN channels are expected
-            values = np.nanmean(box, axis=tuple(kept.index(a) for a in ax.plane))
+            values = np.nanmean(box, axis=tuple(kept.index(a) for a in ax.plane), dtype=np.float64)
         self.last_spectrum = Spectrum((y0, y1, x0, x1), np.atleast_1d(values), "box")
         return self.last_spectrum
 
