@@ -30,6 +30,7 @@ def test_notebooks_exist():
         "02-cube-exploration",
         "03-distributed",
         "04-spectral-cube",
+        "05-explore",
     ]
 
 

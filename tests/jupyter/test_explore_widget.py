@@ -43,6 +43,8 @@ def test_messages_round_trip(cube_path, sent):
     np.testing.assert_array_equal(sp.values, dfits.open(cube_path)[0].section[:, 4, 5])
     assert sp.dims == ("vrad",)
     assert sp["vrad"].attrs["units"] == "km/s"
+    np.testing.assert_array_equal(w.spectrum_at(6, 7).values, w.model.spectrum(6, 7).values)
+    assert sent[-1][0]["where"] == [6, 7]
     w._on_msg(w, {"kind": "png"}, [memoryview(b"\x89PNG")])
     assert w.png == b"\x89PNG"
 

@@ -240,12 +240,12 @@ function render({ model, el }) {
     } else if (msg.kind === "spectrum") {
       S.spectrum = { ...msg, values: typed(buffers[0], Float64Array) };
       redrawSpectrum();
-      S.lat[msg.box ? "box" : "spectrum"].push(performance.now() - req.t0);
+      if (req.t0 !== undefined) S.lat[msg.box ? "box" : "spectrum"].push(performance.now() - req.t0);
     } else if (msg.kind === "cursor") {
       S.cursorBusy = false;
       const v = msg.value === null ? "NaN" : (+msg.value).toPrecision(6);
       readout.textContent = `x=${msg.x} y=${msg.y}  ${msg.text}  value=${v} ${info.bunit || ""}`;
-      S.lat.cursor.push(performance.now() - req.t0);
+      if (req.t0 !== undefined) S.lat.cursor.push(performance.now() - req.t0);
     }
   });
   function step() {

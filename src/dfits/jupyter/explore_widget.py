@@ -69,6 +69,14 @@ class Explorer(anywidget.AnyWidget):
         self.error = self.model.state.error
         self.send(reply, out)
 
+    def spectrum_at(self, y: int, x: int) -> Any:
+        """Draw the spectrum of file pixel ``(y, x)`` as a click does, and return it as a
+        DataArray (:meth:`spectrum_dataarray`)."""
+        self._on_msg(self, {"kind": "spectrum", "y": int(y), "x": int(x)}, [])
+        if self.error:
+            raise DataError(self.error)
+        return self.spectrum_dataarray()
+
     def spectrum_dataarray(self) -> Any:
         """The spectrum last drawn as an xarray DataArray, its coordinate the channel labels
         (name and unit in ``attrs``), where it comes from in ``attrs``."""
