@@ -104,3 +104,38 @@ def test_housekeeping_without_a_cache_or_with_unremovable_files(tmp_path, monkey
     monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
     (tmp_path / "_cache.x-0123456789ab-1.py311.nbi").mkdir()
     assert _cache.clear() == 0
+
+
+#: The first calls the shared kernels serve: a table to pandas, read and aggregated, and the
+#: exact median and mad_std of a float32 and a float64 cube.
+SHARED_CALLS = r"""
+import sys
+import dask, numpy as np
+import dfits
+from dfits.cube.medians import median_deviation, nanmedian
+table = dfits.open(sys.argv[1])[1]
+table.to_pandas(); table.read()
+dask.compute(table.aggregate("sum"), table.aggregate("nanmean"))
+for path in sys.argv[2:]:
+    x = dfits.open(path)[0].data
+    dask.compute(nanmedian(x), median_deviation(x))
+"""
+
+
+@pytest.mark.slow  # compiles the shared kernels and float32/float64's medians: ~30 s of CPU
+def test_shared_kernels_cover_tables_and_medians(tmp_path):
+    cache = tmp_path / "cache"
+    _python("from dfits.kernels.warm import _warm_shared; _warm_shared()", cache=cache)
+    warmed = _files(cache)
+    table = tmp_path / "t.fits"
+    cols = [fits.Column(n, f, array=np.arange(5).astype(t))
+            for n, f, t in (("E", "E", ">f4"), ("D", "D", ">f8"), ("J", "J", ">i4"))]  # fmt: skip
+    fits.BinTableHDU.from_columns(cols).writeto(table)
+    cubes = []
+    for dtype in (np.float32, np.float64):
+        cubes.append(tmp_path / f"{np.dtype(dtype).name}.fits")
+        fits.PrimaryHDU(np.random.default_rng(0).random((6, 5, 4)).astype(dtype)).writeto(cubes[-1])
+    _python(SHARED_CALLS, str(table), *map(str, cubes), cache=cache)
+    added = set(_files(cache)) - set(warmed)
+    # the cubes' own decode kernels are the encodings' (the common set), not shared ones
+    assert not [f for f in added if "fielddecode" in f or "fieldsums" in f or "histogram" in f]

@@ -14,7 +14,9 @@ A fresh process then loads each kernel it needs (milliseconds) instead of compil
   scaling (raw, scaled with and without BLANK, unsigned/int8 offset) × every kernel above,
   plus min/max with their index along either form.
 
-Anything else (value bands, tile-decoded native-order data, tables) compiles on first use,
+Both sets also take the kernels every encoding shares: a table's fields decoded and summed out
+of its rows (``to_pandas``, ``hdu.read``, ``aggregate``) and the key counts of exact medians.
+Anything else (value bands, tile-decoded native-order data, smoothing) compiles on first use,
 into the cache. Work is spread over worker processes by (encoding, form); they share the cache
 safely (:mod:`dfits.kernels._cache`). Before compiling, entries that an older dfits (or Numba)
 left are removed (:func:`dfits.kernels._cache.prune`).
@@ -99,7 +101,8 @@ def warm(jobs: int | None = None, *, full: bool = False) -> WarmReport:
     start = time.perf_counter()
     pruned = prune()
     encodings = ENCODINGS if full else COMMON
-    tasks = [(enc, form, full) for enc in encodings for form in _FORMS]
+    tasks: list = [(enc, form, full) for enc in encodings for form in _FORMS]
+    tasks.append(_SHARED)
     if jobs is None:
         has_affinity = hasattr(os, "sched_getaffinity")
         jobs = len(os.sched_getaffinity(0)) if has_affinity else os.cpu_count() or 1
@@ -112,7 +115,7 @@ def warm(jobs: int | None = None, *, full: bool = False) -> WarmReport:
 
         with ProcessPoolExecutor(jobs) as pool:
             # the slow column kernels first, so that no worker is left with one at the end
-            list(pool.map(_warm_task, sorted(tasks, key=lambda t: t[1])))
+            list(pool.map(_warm_task, sorted(tasks, key=lambda t: str(t[1]))))
     seconds = time.perf_counter() - start
     return WarmReport(len(encodings), full, seconds, cache_dir(), pruned)
 
@@ -124,11 +127,44 @@ def warm_encoding(encoding: Encoding, *, full: bool = False) -> None:
         _warm_task((encoding, form, full))
 
 
+#: The task of the kernels every encoding shares (:func:`_warm_shared`)
+_SHARED = ("shared", "shared", False)
+
+
+def _warm_shared() -> None:
+    """The kernels no image encoding selects: a table's fields decoded out of its rows
+    (``to_pandas``, ``hdu.read``) and summed in one pass (``aggregate``), and the key counts
+    of the exact medians (``median``, ``mad_std``), for float32 and float64."""
+    from dfits.kernels.fielddecode import decode_fields
+    from dfits.kernels.fieldsums import field_sums
+    from dfits.kernels.histogram import key_counts
+
+    # read-only inputs, as the calls get them (mapped rows, decoded chunks): Numba types a
+    # read-only array apart from a writable one, and compiles each
+    rows = _read_only(np.zeros((2, 8), np.uint8))
+    out = np.empty(2, np.float32)
+    decode_fields(rows, np.array([0]), np.array([4]), np.zeros(1, np.uint64), [out])
+    for skipna in (False, True):
+        field_sums(rows, np.array([0]), np.array([4]), skipna)
+    for dtype, key in ((np.float32, np.uint32), (np.float64, np.uint64)):
+        for values in (np.zeros(4, dtype), _read_only(np.zeros(4, dtype))):
+            for centre in (None, 0.0):
+                key_counts(values, centre, 0, np.zeros(1, key))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
 def _warm_task(task: tuple[Encoding, str, bool]) -> None:
     """The kernels of one encoding and form, as the array layer calls them."""
     from dfits import kernels
     from dfits.format.dtypes import parse_decode_spec
 
+    if task == _SHARED:
+        _warm_shared()
+        return
     encoding, form, full = task
     spec = parse_decode_spec(*encoding)[0]
     u = np.zeros((2, 3, 4), f"u{abs(encoding[0]) // 8}")
