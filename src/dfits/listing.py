@@ -30,12 +30,26 @@ def summary(hdu: Any) -> tuple[Any, str]:
 
 
 def print_info(filename: str, rows: Iterable[tuple[Any, ...]], output: Any = None) -> None:
-    """Print the listing ``rows`` (``(index, name, ver, kind, cards, dims, format)``)."""
+    """Print the listing ``rows`` (``(index, name, ver, kind, cards, dims, format)``).
+
+    Columns are as wide as their longest entry (at least astropy's widths), so that a long
+    name (``COMPRESSED_IMAGE``) or kind never pushes the columns after it out of line.
+
+    >>> print_info("x.fits", [(1, "COMPRESSED_IMAGE", 1, "compressed_image", 9, (2, 3), "int16")])
+    Filename: x.fits
+    No.  Name              Ver  Type             Cards  Dimensions             Format
+      1  COMPRESSED_IMAGE    1  compressed_image     9  (2, 3)                 int16
+    """
+    rows = list(rows)
+    wide = [
+        max([least, *(len(str(r[k])) for r in rows)]) for k, least in ((1, 12), (3, 16), (5, 22))
+    ]
+    name, kind, dims = wide
     lines = [
         f"Filename: {filename}",
-        f"{'No.':>3}  {'Name':<12} {'Ver':>4}  {'Type':<16} {'Cards':>5}  "
-        f"{'Dimensions':<22} Format",
+        f"{'No.':>3}  {'Name':<{name}} {'Ver':>4}  {'Type':<{kind}} {'Cards':>5}  "
+        f"{'Dimensions':<{dims}} Format",
     ]
-    for i, name, ver, kind, cards, dims, form in rows:
-        lines.append(f"{i:>3}  {name:<12} {ver:>4}  {kind:<16} {cards:>5}  {dims!s:<22} {form}")
+    for i, n, ver, k, cards, d, form in rows:
+        lines.append(f"{i:>3}  {n:<{name}} {ver:>4}  {k:<{kind}} {cards:>5}  {d!s:<{dims}} {form}")
     print("\n".join(lines), file=sys.stdout if output is None else output)

@@ -48,3 +48,29 @@ def test_other_hdus_have_no_image_header(tmp_path):
     _write(path, False)
     layout = dfits.open(path)[0].layout
     assert image_header_of(layout) is None
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["COMPRESSED_IMAGE", "SCI"], ["SCI", "OTHER"], ["COMPRESSED_IMAGE"], []],
+    ids=["default-then-own", "two-own", "default", "none"],
+)
+def test_name_from_the_image_header_as_astropy(tmp_path, names):
+    from astropy.io import fits
+
+    path = tmp_path / "n.fits"
+    _write(path, scaled=False)
+    with fits.open(path, disable_image_compression=True) as f:
+        table = f[1].header
+        del table["EXTNAME"]
+        for name in names:
+            table.append(("EXTNAME", name), end=True)
+        f.writeto(path, overwrite=True)
+    with fits.open(path) as f:
+        want, want_card = f[1].name, f[1].header.get("EXTNAME")
+    f = dfits.open(path)
+    assert f[1].name == want
+    assert f[1].header.get("EXTNAME") == want_card
+    assert f[want].index == 1
+    rows = f.info(output=False)
+    assert rows[1][1] == want and len(rows[1]) == 7

@@ -246,3 +246,31 @@ def test_on_a_process_cluster(tmp_path):
     got = _check_file(path, values, lossless=False)
     np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".dfits-part")]
+
+
+
+def test_names_as_astropy_writes_them(tmp_path):
+    from dfits.format.imagehdu import user_cards
+    from dfits.write.images import ImageItem
+
+    values = _values("int16", (6, 10))
+    source, path = tmp_path / "src.fits", tmp_path / "names.fits"
+    fits.HDUList([fits.PrimaryHDU(), fits.ImageHDU(values, name="SCI")]).writeto(source)
+    own = ImageItem(values, user_cards({"EXTNAME": "OWN"}), None)
+    dfits.to_fits([values, dfits.open(source)[1], own], path, compression="GZIP_1")
+    with fits.open(path) as hl:
+        want = [h.name for h in hl]
+    # no name: astropy's default; a source HDU's EXTNAME kept; a caller's EXTNAME card kept
+    assert want == ["PRIMARY", "COMPRESSED_IMAGE", "SCI", "OWN"]
+    f = dfits.open(path)
+    assert [h.name for h in f] == want
+    assert [f[name].index for name in want] == [0, 1, 2, 3]
+    assert _table_header(path)["EXTNAME"] == "COMPRESSED_IMAGE"
+    out = io.StringIO()
+    f.info(output=out)
+    lines = out.getvalue().splitlines()[1:]
+    # the columns line up on every row, the long default name included
+    for column in ("Ver", "Cards", "Dimensions"):
+        at = lines[0].index(column) + (len(column) - 1 if column != "Dimensions" else 0)
+        assert all(line[at] != " " for line in lines[1:]), (column, lines)
+    _fitsverify(path)

@@ -19,7 +19,10 @@ from dfits.format.scaling import scaling_values
 from dfits.format.tiles import TileLayout, parse_tiles
 from dfits.format.zheader import image_header
 
-__all__ = ["describe_compressed", "image_header_of"]
+__all__ = ["DEFAULT_NAME", "compressed_name", "describe_compressed", "image_header_of"]
+
+#: The table's EXTNAME astropy and fpack write when the image has none (never the image's).
+DEFAULT_NAME = "COMPRESSED_IMAGE"
 
 # the table's cards that the image header's scaling is rebuilt from (with a ZBLANK column)
 _SCALING = ("BSCALE", "BZERO", "BLANK", "ZBLANK")
@@ -48,6 +51,26 @@ def describe_compressed(
     spec, messages = parse_decode_spec(tiles.zbitpix, *scaling, where=where, byteorder="=")
     notes += messages
     return tiles, image, tiles.shape, spec
+
+
+def compressed_name(header: Any) -> str:
+    """The name of a compressed image HDU, as astropy's ``CompImageHDU.name``: the image
+    header's EXTNAME (the table's first EXTNAME card whose value is not the default
+    ``COMPRESSED_IMAGE``: a table may carry the default, then the image's own), else the
+    default.
+
+    >>> from dfits.format.cards import END_CARD, format_card
+    >>> cards = format_card("EXTNAME", "COMPRESSED_IMAGE") + format_card("EXTNAME", "SCI")
+    >>> compressed_name(Header.fromstring(cards + END_CARD))
+    'SCI'
+    >>> compressed_name(Header.fromstring(END_CARD))
+    'COMPRESSED_IMAGE'
+    """
+    for i in range(header.count("EXTNAME")):
+        value = header["EXTNAME", i]
+        if value is not None and str(value) != DEFAULT_NAME:
+            return str(value)
+    return DEFAULT_NAME
 
 
 def image_header_of(layout: Any) -> Header | None:

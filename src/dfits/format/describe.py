@@ -23,7 +23,7 @@ import numpy as np
 
 from dfits.errors import HeaderError, where
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE
-from dfits.format.compressed import describe_compressed
+from dfits.format.compressed import compressed_name, describe_compressed
 from dfits.format.dtypes import DecodeSpec, parse_decode_spec
 from dfits.format.geometry import HDULayout
 from dfits.format.header import Header, index_cards
@@ -112,6 +112,9 @@ def build_hdu(
         # The Z keywords are not part of the shared description: never share, never run.
         memo.hit = False
         memo.key, memo.facts = (), None
+        # astropy's name: the image header's EXTNAME (a second EXTNAME card after the
+        # default COMPRESSED_IMAGE is outside the shared facts' key, so found here)
+        name = compressed_name(header)
         extra = _compressed(header, where(filename, index, name), memo.notes)
         decode = extra.pop("decode")
         if "tiles" in extra:

@@ -23,6 +23,7 @@ import numpy as np
 from dfits.errors import UnsupportedError
 from dfits.format.cards import BLOCK_SIZE, END_CARD, format_card
 from dfits.format.checksum import CHECKSUM_ZERO, checksum_card
+from dfits.format.compressed import DEFAULT_NAME
 from dfits.format.imagehdu import Storage, UserCard, kept_cards
 from dfits.format.tiles import QUANTIZE_METHODS
 
@@ -191,6 +192,9 @@ def table_header(
     if extname is not None:
         kept = [c for c in kept if c[0] != "EXTNAME"]
         head += [("EXTNAME", extname)]
+    elif not any(c[0] == "EXTNAME" for c in kept):
+        # astropy's CompImageHDU and fpack name an unnamed image's table so
+        head += [("EXTNAME", DEFAULT_NAME, "name of this binary table extension")]
     raw = b"".join(format_card(*c) for c in head) + b"".join(c[2] for c in kept)
     if checksum:
         raw += checksum_card("DATASUM", "0", "data unit checksum")
