@@ -73,4 +73,5 @@ def test_name_from_the_image_header_as_astropy(tmp_path, names):
     assert f[1].header.get("EXTNAME") == want_card
     assert f[want].index == 1
     rows = f.info(output=False)
-    assert rows[1][1] == want and len(rows[1]) == 7
+    assert rows[1][1] == want
+    assert len(rows[1]) == 7
