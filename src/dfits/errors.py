@@ -18,6 +18,7 @@ __all__ = [
     "HeaderError",
     "MissingFileError",
     "NotFITSError",
+    "OptionError",
     "OutputExistsError",
     "RangeIgnoredError",
     "RemoteDownloadWarning",
@@ -78,6 +79,11 @@ class DataError(DfitsError, ValueError):
 class ExpressionError(DfitsError, ValueError):
     """A row filter (``where=``) that cannot be read: bad syntax, an unknown column, a
     construct outside the filter language, or values that are not True/False per row."""
+
+
+class OptionError(DfitsError, ValueError):
+    """An option of a dfits call that cannot be used: its name and the bad value are named
+    (e.g. ``compression_level=12`` for GZIP_1 tiles)."""
 
 
 class SpectralError(DfitsError, ValueError):

@@ -248,7 +248,6 @@ def test_on_a_process_cluster(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".dfits-part")]
 
 
-
 def test_names_as_astropy_writes_them(tmp_path):
     from dfits.format.imagehdu import user_cards
     from dfits.write.images import ImageItem
@@ -274,3 +273,45 @@ def test_names_as_astropy_writes_them(tmp_path):
         at = lines[0].index(column) + (len(column) - 1 if column != "Dimensions" else 0)
         assert all(line[at] != " " for line in lines[1:]), (column, lines)
     _fitsverify(path)
+
+
+@pytest.mark.parametrize("algorithm", ["GZIP_1", "GZIP_2"])
+def test_compression_level(tmp_path, algorithm):
+    values = np.arange(20 * 300, dtype="i4").reshape(20, 300) // 7
+    sizes = {}
+    for level in (None, 1, 9):
+        path = tmp_path / f"{level}.fits"
+        dfits.to_fits(values, path, compression=algorithm, compression_level=level)
+        _check_file(path, values, lossless=True)
+        np.testing.assert_array_equal(_funpack(path)[0], values)
+        sizes[level] = path.stat().st_size
+    # the default is fpack's level 1; level 9 packs tighter
+    assert sizes[None] == sizes[1] >= sizes[9]
+
+
+def test_rice_blocksize_16(tmp_path):
+    values = _values("int16", (20, 100))
+    path = tmp_path / "b16.fits"
+    dfits.to_fits(values, path, compression="RICE_1", rice_blocksize=16)
+    assert _table_header(path)["ZVAL1"] == 16
+    _check_file(path, values, lossless=True)
+    np.testing.assert_array_equal(_funpack(path)[0], values)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"compression": "LZ4"}, "compression 'LZ4'"),
+        ({"compression": "GZIP_1", "compression_level": 12}, "compression_level 12"),
+        ({"compression": "GZIP_1", "compression_level": "fast"}, "compression_level 'fast'"),
+        ({"compression": "RICE_1", "compression_level": 5}, "compression_level 5"),
+        ({"compression": "RICE_1", "rice_blocksize": 64}, "rice_blocksize 64"),
+        ({"compression": "RICE_1", "quantize_method": "X"}, "quantize_method 'X'"),
+    ],
+    ids=["algorithm", "level", "level-type", "level-rice", "blocksize", "method"],
+)
+def test_bad_options_name_the_option(tmp_path, options, named):
+    path = tmp_path / "x.fits"
+    with pytest.raises(dfits.DfitsError, match=named):
+        dfits.to_fits(np.ones((4, 4), "i2"), path, **options)
+    assert list(tmp_path.iterdir()) == []

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dfits.errors import UnsupportedError
+from dfits.errors import OptionError, UnsupportedError
 from dfits.format.cards import BLOCK_SIZE, END_CARD, format_card
 from dfits.format.checksum import CHECKSUM_ZERO, checksum_card
 from dfits.format.compressed import DEFAULT_NAME
@@ -62,7 +62,11 @@ class TileSpec:
     dither0 : int
         ZDITHER0, the first tile's dither seed (1..10000).
     blocksize : int
-        RICE_1 pixels per block.
+        RICE_1 pixels per block (ZVAL1 of ``BLOCKSIZE``: 16 or 32).
+    gzip_level : int
+        The deflate level of GZIP_1/GZIP_2 tiles and of the exact float tiles (1..9; 1:
+        cfitsio's and fpack's ``Z_BEST_SPEED``). The file does not record it: any reader
+        inflates any level.
     """
 
     algorithm: str
@@ -73,6 +77,7 @@ class TileSpec:
     method: int = 2
     dither0: int = 1
     blocksize: int = 32
+    gzip_level: int = 1
 
     @property
     def quantised(self) -> bool:
@@ -99,7 +104,7 @@ def _tile_shape(shape: tuple[int, ...], tile: Any, what: str) -> tuple[int, ...]
         return (1,) * (len(shape) - 1) + shape[-1:]
     out = tuple(int(t) for t in tile)
     if len(out) != len(shape) or any(t < 1 for t in out):
-        raise ValueError(f"{what}: tile_shape {tile!r} must be {len(shape)} positive integers")
+        raise OptionError(f"{what}: tile_shape {tile!r} must be {len(shape)} positive integers")
     return tuple(min(t, n) for t, n in zip(out, shape, strict=True))
 
 
@@ -107,6 +112,7 @@ def parse_compression(
     shape: tuple[int, ...], storage: Storage, what: str, *, compression: str,
     tile_shape: Any = None, quantize_level: float = 16.0,
     quantize_method: str = "SUBTRACTIVE_DITHER_2", dither_seed: int = 1,
+    compression_level: int | None = None, rice_blocksize: int = 32,
 ) -> TileSpec:  # fmt: skip
     """The :class:`TileSpec` of an image, or the reason it cannot be written so.
 
@@ -115,31 +121,53 @@ def parse_compression(
     UnsupportedError
         An algorithm dfits does not write, RICE_1 of 64-bit integers or of lossless floats,
         an image without pixels.
-    ValueError
-        A bad tile shape, quantisation level, method or dither seed.
+    OptionError
+        A bad tile shape, quantisation level, method, dither seed, compression level (GZIP
+        only, 1..9) or Rice block size (16 or 32); a ``ValueError`` too.
     """
     algorithm = str(compression).upper()
     if algorithm not in COMPRESSIONS:
         raise UnsupportedError(
-            f"{what}: cannot write {compression!r} tiles (dfits writes {', '.join(COMPRESSIONS)})"
+            f"{what}: compression {compression!r}: dfits writes {', '.join(COMPRESSIONS)}"
         )
     if not shape or math.prod(shape) == 0:
         raise UnsupportedError(f"{what}: a tile-compressed image needs pixels, not {shape}")
     level = float(quantize_level)
     if not math.isfinite(level):
-        raise ValueError(f"{what}: quantize_level {quantize_level!r} must be finite")
+        raise OptionError(f"{what}: quantize_level {quantize_level!r} must be finite")
     method = QUANTIZE_METHODS.get(str(quantize_method).upper())
     if method is None:
-        raise ValueError(f"{what}: quantize_method {quantize_method!r}: one of {QUANTIZE_METHODS}")
+        raise OptionError(f"{what}: quantize_method {quantize_method!r}: one of {QUANTIZE_METHODS}")
     if isinstance(dither_seed, bool) or not 1 <= int(dither_seed) <= 10000:
-        raise ValueError(f"{what}: dither_seed {dither_seed!r} must be in 1..10000")
+        raise OptionError(f"{what}: dither_seed {dither_seed!r} must be in 1..10000")
     spec = TileSpec(algorithm, tuple(shape), _tile_shape(tuple(shape), tile_shape, what),
-                    storage, level, method, int(dither_seed))  # fmt: skip
+                    storage, level, method, int(dither_seed),
+                    _blocksize(algorithm, rice_blocksize, what),
+                    _gzip_level(algorithm, compression_level, what))  # fmt: skip
     if algorithm == "RICE_1" and storage.bitpix == 64:
         raise UnsupportedError(f"{what}: RICE_1 does not encode 64-bit integers; use GZIP_1/2")
     if algorithm == "RICE_1" and storage.bitpix < 0 and level == 0:
         raise UnsupportedError(f"{what}: RICE_1 of floats needs quantisation (quantize_level≠0)")
     return spec
+
+
+def _gzip_level(algorithm: str, level: Any, what: str) -> int:
+    if level is None:
+        return 1  # cfitsio's (fpack's) Z_BEST_SPEED
+    if not algorithm.startswith("GZIP"):
+        raise OptionError(f"{what}: compression_level {level!r} applies to GZIP_1/GZIP_2 only, "
+                          f"not {algorithm}")  # fmt: skip
+    if isinstance(level, bool) or not isinstance(level, int | np.integer) or not 1 <= level <= 9:
+        raise OptionError(f"{what}: compression_level {level!r} must be an integer in 1..9")
+    return int(level)
+
+
+def _blocksize(algorithm: str, blocksize: Any, what: str) -> int:
+    if isinstance(blocksize, bool) or blocksize not in (16, 32):
+        raise OptionError(f"{what}: rice_blocksize {blocksize!r} must be 16 or 32")
+    if algorithm != "RICE_1" and blocksize != 32:
+        raise OptionError(f"{what}: rice_blocksize applies to RICE_1 only, not {algorithm}")
+    return int(blocksize)
 
 
 def _columns(spec: TileSpec, heap: int, longest: tuple[int, int]) -> list[tuple[str, str]]:

@@ -133,17 +133,18 @@ def _scaling(tile: np.ndarray, level: float) -> tuple[float, float] | None:
     return delta, (lo + hi) / 2
 
 
-def _gzip(raw: bytes) -> bytes:
-    z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: gzip framing, as cfitsio writes
+def _gzip(raw: bytes, level: int) -> bytes:
+    z = zlib.compressobj(level, zlib.DEFLATED, 31)  # 31: gzip framing, as cfitsio writes
     return z.compress(raw) + z.flush()
 
 
-def _compress(algorithm: str, stored: np.ndarray) -> bytes:
+def _compress(spec: TileSpec, stored: np.ndarray) -> bytes:
     """Compressed bytes of stored values (signed native integers, or floats)."""
+    algorithm = spec.algorithm
     if algorithm == "RICE_1":
         import imagecodecs
 
-        return bytes(imagecodecs.rcomp_encode(stored))
+        return bytes(imagecodecs.rcomp_encode(stored, nblock=spec.blocksize))
     # the standard stores GZIP/NOCOMPRESS tile bytes big-endian: one swap per tile, on write
     big = stored.astype(stored.dtype.newbyteorder(">"), copy=False).tobytes()
     if algorithm == "NOCOMPRESS":
@@ -151,7 +152,7 @@ def _compress(algorithm: str, stored: np.ndarray) -> bytes:
     if algorithm == "GZIP_2" and stored.itemsize > 1:
         # most significant bytes of every value first, then the next: long runs to deflate
         big = np.frombuffer(big, np.uint8).reshape(-1, stored.itemsize).T.tobytes()
-    return _gzip(big)
+    return _gzip(big, spec.gzip_level)
 
 
 def _stored_integers(spec: TileSpec, values: np.ndarray) -> np.ndarray:
@@ -167,15 +168,15 @@ def _stored_integers(spec: TileSpec, values: np.ndarray) -> np.ndarray:
 def encode_tile(spec: TileSpec, values: np.ndarray, row: int) -> tuple[bytes, bytes, float, float]:
     """``(compressed, fallback, zscale, zzero)`` of the tile in table row ``row``."""
     if spec.storage.bitpix > 0:
-        return _compress(spec.algorithm, _stored_integers(spec, values)), b"", 0.0, 0.0
+        return _compress(spec, _stored_integers(spec, values)), b"", 0.0, 0.0
     x = np.ascontiguousarray(values, dtype=spec.storage.native)
     if not spec.quantised:
-        return _compress(spec.algorithm, x.reshape(-1)), b"", 0.0, 0.0
+        return _compress(spec, x.reshape(-1)), b"", 0.0, 0.0
     scaling = _scaling(x, spec.level)
     if scaling is None:
         # an unquantisable tile is stored exact, big-endian as the standard says
         exact = x.reshape(-1).astype(x.dtype.newbyteorder(">")).tobytes()
-        return b"", _gzip(exact), 0.0, 0.0
+        return b"", _gzip(exact, spec.gzip_level), 0.0, 0.0
     scale, zero = scaling
     q = quantize_tile(x.reshape(-1), scale, zero, spec.method, row, spec.dither0)
-    return _compress(spec.algorithm, q), b"", scale, zero
+    return _compress(spec, q), b"", scale, zero

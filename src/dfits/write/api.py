@@ -128,6 +128,8 @@ def write_items(
     quantize_level: float = 16.0,
     quantize_method: str = "SUBTRACTIVE_DITHER_2",
     dither_seed: int | None = None,
+    compression_level: int | None = None,
+    rice_blocksize: int = 32,
 ) -> Any:
     """Write ``items`` (the first as the primary HDU when ``primary``) with the options of
     :func:`to_fits`: plain or quantised images, or tile-compressed ones."""
@@ -141,8 +143,9 @@ def write_items(
         return write_compressed(
             items, path, compression=compression, tile_shape=tile_shape,
             quantize_level=quantize_level, quantize_method=quantize_method,
-            dither_seed=dither_seed, overwrite=overwrite, checksum=checksum, compute=compute,
-            fsync=fsync,
+            dither_seed=dither_seed, compression_level=compression_level,
+            rice_blocksize=rice_blocksize, overwrite=overwrite, checksum=checksum,
+            compute=compute, fsync=fsync,
         )  # fmt: skip
     return write_images(
         items, path, primary=primary, overwrite=overwrite, checksum=checksum, compute=compute,
@@ -193,6 +196,8 @@ def to_fits(
     quantize_level: float = 16.0,
     quantize_method: str = "SUBTRACTIVE_DITHER_2",
     dither_seed: int | None = None,
+    compression_level: int | None = None,
+    rice_blocksize: int = 32,
 ) -> Any:
     """Write arrays, DataArrays or Datasets to a FITS file, in parallel and atomically.
 
@@ -245,6 +250,11 @@ def to_fits(
         The dither of quantised floats (_2 keeps exact zeros exact).
     dither_seed : int, optional
         ZDITHER0, 1..10000 (default: from the clock, as astropy and fpack).
+    compression_level : int, optional
+        GZIP_1/GZIP_2: the deflate level, 1 (fastest; the default, as cfitsio and fpack) to 9
+        (smallest). Other algorithms raise :class:`~dfits.errors.OptionError`.
+    rice_blocksize : {32, 16}
+        RICE_1: pixels per coding block (ZVAL1 of BLOCKSIZE; 32 as fpack and astropy).
 
     Returns
     -------
@@ -263,6 +273,7 @@ def to_fits(
         fsync=fsync, bitpix=bitpix, bscale=bscale, bzero=bzero, blank=blank,
         compression=compression, tile_shape=tile_shape, quantize_level=quantize_level,
         quantize_method=quantize_method, dither_seed=dither_seed,
+        compression_level=compression_level, rice_blocksize=rice_blocksize,
     )  # fmt: skip
 
 

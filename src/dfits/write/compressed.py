@@ -92,6 +92,8 @@ def write_compressed(
     quantize_level: float = 16.0,
     quantize_method: str = "SUBTRACTIVE_DITHER_2",
     dither_seed: int | None = None,
+    compression_level: int | None = None,
+    rice_blocksize: int = 32,
     overwrite: bool = False,
     checksum: bool = True,
     compute: bool = True,
@@ -109,7 +111,8 @@ def write_compressed(
     seed = dither_seed if dither_seed is not None else int(time.time_ns() // 1000) % 10000 + 1
     options = {"compression": compression, "tile_shape": tile_shape,
                "quantize_level": quantize_level, "quantize_method": quantize_method,
-               "dither_seed": seed}  # fmt: skip
+               "dither_seed": seed, "compression_level": compression_level,
+               "rice_blocksize": rice_blocksize}  # fmt: skip
     hdus, arrays = _hdus(items, target, checksum, options)
     p = tilewriter.plan(target, hdus, overwrite=overwrite, fsync=fsync)
     ready = delayed(tilewriter.create, pure=False)(p)
