@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import dask
 import dask.array as da
 import numpy as np
 import pytest
+from dask.callbacks import Callback
 
 import dfits.fft as F
-from dfits.fft.transpose import _tile, scratch_dir, transpose
+from dfits.fft.transpose import _all, _tile, scratch_dir, store_path, transpose
 from tests.fft.checks import check, signal
 
 
@@ -51,7 +54,8 @@ def test_fft_through_disk_equals_numpy(tmp_path, n, chunk):
     y = F.fft(X, axis=1, block_size=8192, memory_limit=0, scratch=tmp_path)
     with dask.config.set(scheduler="threads", num_workers=2):
         check(y, np.fft.fft(x, axis=1))
-    assert len(list(tmp_path.glob("transpose-*.zarr"))) >= 3  # every transpose went to disk
+    # three transposes went to disk; each store was deleted once the next pass had read it
+    assert len(list(tmp_path.glob("transpose-*.zarr"))) == 1
     check(F.ifft(y, axis=1, block_size=8192, memory_limit=0, scratch=tmp_path), x)
 
 
@@ -66,3 +70,52 @@ def test_memory_limit_parses_sizes():
     in_memory = F.fft(x, block_size="8KiB", memory_limit="1 GiB")
     assert not any("transpose-" in str(k) for k in dict(in_memory.dask))
     check(in_memory, np.fft.fft(x.compute()))
+
+
+class _CountStores(Callback):
+    """The most bytes of chunks in ``directory``'s stores after any task, and the stores seen
+    (an empty store, created early by its own task, holds no data)."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.directory, self.most, self.seen = directory, 0, set()
+
+    def _posttask(self, key, result, dsk, state, id):
+        stores = list(self.directory.glob("transpose-*.zarr"))
+        self.seen |= {p.name for p in stores}
+        self.most = max(self.most, sum(_chunk_bytes(p) for p in stores))
+
+
+def _chunk_bytes(store) -> int:
+    total = 0
+    for f in store.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):  # zarr renames .partial files into place
+            total += f.stat().st_size if f.is_file() and f.name != "zarr.json" else 0
+    return total
+
+
+def test_each_scratch_store_is_deleted_once_the_next_pass_has_read_it(tmp_path):
+    # the disk holds at most two stores at once (the one read, the one written), not three:
+    # input + 2 stores + output is 3 x 8N bytes at any moment instead of 5 x 8N
+    x = signal(np.random.default_rng(2), 1 << 14, np.complex64)
+    y = F.fft(da.from_array(x, chunks=1 << 11), block_size=4096, memory_limit=0, scratch=tmp_path)
+    counter = _CountStores(tmp_path)
+    with dask.config.set(scheduler="threads", num_workers=2), counter:
+        check(y, np.fft.fft(x))
+    assert len(counter.seen) == 3  # the natural order's three transposes all went to disk
+    assert counter.most == 2 * x.nbytes  # two full stores at most, never three
+    assert len(list(tmp_path.glob("transpose-*.zarr"))) == 1  # the last one: the caller's
+
+
+def test_a_released_store_fails_loudly_rather_than_reading_fill_values(tmp_path):
+    import zarr
+
+    x = da.from_array(np.arange(64.0).reshape(8, 8), chunks=(2, 8))
+    y = transpose(x, {0: -1, 1: 2}, memory_limit=0, block_bytes=1 << 20, scratch=tmp_path)
+    y.compute()
+    path = store_path(x, y.chunks, tmp_path)
+    assert zarr.open_array(path, mode="r")[0, 1] == 1.0
+    assert _all(np.ones(1, dtype=bool), (path,))
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(FileNotFoundError):
+        zarr.open_array(path, mode="r")

@@ -26,12 +26,14 @@ NORMS: tuple[str, ...] = ("backward", "ortho", "forward")
 
 __all__ = [
     "NORMS",
+    "DiskPlan",
     "Norm",
     "Split",
     "default_memory_limit",
     "divisors",
     "next_smooth",
     "parse_norm",
+    "plan_disk",
     "plan_length",
     "scale",
 ]
@@ -193,3 +195,79 @@ def default_memory_limit() -> int:
     except (ValueError, OSError, AttributeError):  # not POSIX: assume a modest 8 GiB
         total = 8 << 30
     return int(total) // 2
+
+
+#: blocks one thread holds at once in a pass through scratch: the block read (tiles gathered
+#: by zarr), its transform, the twiddled product, the block being written and the next one
+#: being read. ``tests/fft/test_ooc.py`` runs 2**22 complex64 under a 16 MiB cap with it.
+HELD_BLOCKS = 6
+
+
+@dataclass(frozen=True)
+class DiskPlan:
+    """An out-of-core six-step sized to a memory cap and a disk (see :func:`plan_disk`).
+
+    Attributes
+    ----------
+    block_bytes : int
+        ``block_size`` to pass to :func:`dfits.fft.fft` (and the input chunks' size).
+    n1, n2 : int
+        The six-step's factors.
+    passes : int
+        Sequential reads + writes of the data: the input, one per scratch store, the output.
+    tile_bytes : int
+        One zarr chunk of a scratch store: one disk request each way.
+    seconds : float
+        Predicted time at the disk's bandwidth and latency (CPU not counted).
+    """
+
+    block_bytes: int
+    n1: int
+    n2: int
+    passes: int
+    tile_bytes: int
+    seconds: float
+
+
+def plan_disk(
+    n: int,
+    itemsize: int,
+    memory: int,
+    *,
+    threads: int,
+    bandwidth: float,
+    latency: float,
+    natural: bool = True,
+) -> DiskPlan:
+    """Passes and block shape of an FFT of ``n`` values that do not fit ``memory``.
+
+    The Parallel Disk Model's count: with ``M`` values of memory and transfers of ``B``
+    values, an FFT needs ``ceil(log N / log(M / B))`` passes over the data. A six-step is the
+    two-pass case (plus the first read and, in natural order, one transpose): it needs each
+    factor's line in one block, ``N <= (block / itemsize)**2``. Blocks are as big as the cap
+    allows, ``memory / (threads * HELD_BLOCKS)`` rounded down to a power of two, because a
+    transpose's tile, its disk request, grows as the square of the block: ``block² / (8 N)``
+    bytes for complex64. Each pass costs ``2 * 8N / bandwidth`` plus one latency per tile read
+    and per tile written.
+
+    >>> p = plan_disk(1 << 22, 8, 16 << 20, threads=2, bandwidth=1e9, latency=1e-4)
+    >>> p.block_bytes, p.n1, p.n2, p.passes, p.tile_bytes
+    (1048576, 2048, 2048, 4, 32768)
+    """
+    block = 1 << max(4, (memory // (threads * HELD_BLOCKS)).bit_length() - 1)
+    # at least one block per thread, or the passes would leave threads idle
+    block = max(16, min(block, 1 << max(4, (n * itemsize // threads).bit_length() - 1)))
+    max_line = block // itemsize
+    split = plan_length(n, max_line, chunked=True)
+    if split.method != "sixstep":
+        need = math.ceil(math.log(n) / math.log(max(2, max_line)))
+        raise ValueError(
+            f"an FFT of {n} values under {memory} bytes of memory needs {need} passes of "
+            f"lines <= {max_line} values; the six-step makes two: raise the memory cap"
+        )
+    rows, cols = max(1, max_line // split.n2), max(1, max_line // split.n1)
+    tile = min(rows, split.n1) * min(cols, split.n2) * itemsize
+    stores = 3 if natural else 2
+    tiles = n * itemsize // tile
+    seconds = (stores + 1) * 2 * n * itemsize / bandwidth + stores * 2 * tiles * latency
+    return DiskPlan(block, split.n1, split.n2, stores + 1, tile, seconds)

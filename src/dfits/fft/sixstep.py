@@ -26,7 +26,7 @@ import numpy as np
 
 from dfits.fft import blocks
 from dfits.fft.plan import Split, plan_length
-from dfits.fft.transpose import _tile, transpose
+from dfits.fft.transpose import _tile, goes_to_disk, store_path, transpose
 
 __all__ = ["Options", "along"]
 
@@ -78,28 +78,40 @@ def _whole(x: da.Array, full: int, auto: int, limit: int) -> dict[int, Any]:
 
 
 def _move(
-    x: da.Array, spec: dict[int, Any], limit: int, opts: Options, *, first: bool = False
-) -> da.Array:
+    x: da.Array,
+    spec: dict[int, Any],
+    limit: int,
+    opts: Options,
+    *,
+    first: bool = False,
+    release: tuple[str, ...] = (),
+) -> tuple[da.Array, tuple[str, ...]]:
+    """``x`` transposed to ``spec`` and the scratch store it went through (none in memory);
+    ``release``: stores of this chain that ``x`` has read in full, deleted after the write."""
     # The first transpose may hold the caller's blocks: dfits stored chunks, whose pieces a
     # task rechunk decodes straight into the blocks the FFT transforms (one pass over the
     # stored bytes, no decoded copy). P2P would first decode each shard into a copy of its
     # own (it needs buffers, which a Python class can export only from Python 3.12), so
     # that one runs as tasks.
-    return transpose(
+    y = transpose(
         x,
         spec,
         memory_limit=opts.memory_limit,
         block_bytes=limit,
         scratch=opts.scratch,
         method="tasks" if first else None,
+        release=release,
     )
+    if not goes_to_disk(x, y.chunks, opts.memory_limit):
+        return y, ()
+    return y, (store_path(x, y.chunks, opts.scratch),)
 
 
 def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
     if len(x.chunks[axis]) > 1:
         limit = _limit(x, dtype, opts)
         spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
-        x = _move(x, spec, limit, opts, first=True)
+        x, _ = _move(x, spec, limit, opts, first=True)
     return x.map_blocks(
         blocks.lines,
         axis=axis,
@@ -167,11 +179,14 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     n1, n2 = split.n1, split.n2
     limit = _limit(x, dtype, opts)
     y = _split(_aligned(x, axis, n2, limit), axis, n2)
-    y = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True)
+    # each store is deleted by the next one's barrier: at most two exist at once
+    y, store = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True)
     y = y.map_blocks(
         blocks.columns, axis=axis, n=n1 * n2, inverse=inverse, ctype=dtype, meta=_meta(y, dtype)
     )
-    y = _move(y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts)
+    y, store = _move(
+        y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts, release=store
+    )
     y = y.map_blocks(
         blocks.lines,
         axis=axis + 1,
@@ -183,7 +198,9 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     if not opts.natural:
         return y
     y = y.swapaxes(axis, axis + 1)
-    y = _move(y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts)
+    y, _ = _move(
+        y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts, release=store
+    )
     return _merge(y, axis)
 
 

@@ -10,8 +10,11 @@ then reads whole tiles back. Each byte is written once and read once; memory is 
 thread. The output blocks depend on one barrier task that waits for all writes.
 
 The scratch directory must be visible to every worker (a shared disk on a cluster). Stores are
-named by the dask token of their input, so recomputing a graph rewrites the same store; they
-are left in place for the caller to remove (the default directory is a per-process temporary
+named by the dask token of their input and target chunks, so recomputing a graph rewrites the
+same store. A chain of transposes (the six-step's) passes ``release=``: the barrier of the next
+store deletes the stores named there, which every task of that barrier's pass has read by then
+(their reads are its ancestors), so a run holds at most two stores, not one per transpose. The
+last store of a chain is left for the caller (the default directory is a per-process temporary
 one, removed at exit).
 """
 
@@ -28,8 +31,9 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
+from dask.base import tokenize
 
-__all__ = ["scratch_dir", "transpose"]
+__all__ = ["scratch_dir", "store_path", "transpose"]
 
 
 @cache
@@ -62,6 +66,7 @@ def transpose(
     block_bytes: int,
     scratch: str | Path | None,
     method: str | None = None,
+    release: tuple[str, ...] = (),
 ) -> da.Array:
     """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through scratch zarr.
 
@@ -78,16 +83,33 @@ def transpose(
         Where the scratch stores go (see :func:`scratch_dir`).
     method : {"tasks", "p2p"}, optional
         dask's rechunk method (its default when omitted: P2P on a distributed cluster).
+    release : tuple of str
+        Earlier scratch stores (see :func:`store_path`) that every block of ``x`` has finished
+        reading: deleted once this transpose has written its store. Only for stores read
+        solely on the way to ``x``, else a later reader would find them gone (loudly: the
+        metadata goes first, so a read raises instead of returning fill values).
     """
     target = x.rechunk(chunks, block_size_limit=block_bytes, method=method)
-    if x.nbytes <= memory_limit or target.chunks == x.chunks:
+    if not goes_to_disk(x, target.chunks, memory_limit):
         return target
-    return _through_zarr(x, target.chunks, scratch_dir(scratch))
+    return _through_zarr(x, target.chunks, scratch_dir(scratch), release)
 
 
-def _through_zarr(x: da.Array, out_chunks: tuple, directory: str) -> da.Array:
+def goes_to_disk(x: da.Array, out_chunks: tuple, memory_limit: int) -> bool:
+    """Whether :func:`transpose` sends ``x`` to ``out_chunks`` through a scratch store."""
+    return x.nbytes > memory_limit and tuple(out_chunks) != x.chunks
+
+
+def store_path(x: da.Array, out_chunks: tuple, scratch: str | Path | None) -> str:
+    """Where the scratch store of ``x``'s transpose to ``out_chunks`` goes (two transposes of
+    one input to different chunks must not share a store)."""
+    token = tokenize(x.name, out_chunks)
+    return str(Path(scratch_dir(scratch)) / f"transpose-{token}.zarr")
+
+
+def _through_zarr(x: da.Array, out_chunks: tuple, directory: str, release: tuple) -> da.Array:
     tiles = tuple(_tile(a, b) for a, b in zip(x.chunks, out_chunks, strict=True))
-    path = str(Path(directory) / f"transpose-{x.name}.zarr")
+    path = store_path(x, out_chunks, directory)
     # everything on disk happens in tasks: building the graph writes nothing
     created = dask.delayed(_create, pure=True)(path, x.shape, tiles, x.dtype.str)
     written = x.map_blocks(
@@ -103,7 +125,7 @@ def _through_zarr(x: da.Array, out_chunks: tuple, directory: str) -> da.Array:
         chunks=out_chunks,
         meta=np.empty((0,) * x.ndim, dtype=x.dtype),
         path=path,
-        written=dask.delayed(_all, pure=True)(written),
+        written=dask.delayed(_all, pure=True)(written, release),
     )
 
 
@@ -134,7 +156,13 @@ def _write(block: Any, path: str, created: str, block_info: dict | None = None) 
     return np.ones((1,) * len(region), dtype=bool)
 
 
-def _all(written: np.ndarray) -> bool:
+def _all(written: np.ndarray, release: tuple[str, ...] = ()) -> bool:
+    """The barrier: every tile is written; the stores in ``release`` are no longer needed."""
+    for store in release:
+        # metadata first: a reader that still came (a recomputed task) fails instead of
+        # reading zarr's fill value for chunks that are gone
+        Path(store, "zarr.json").unlink(missing_ok=True)
+        shutil.rmtree(store, ignore_errors=True)
     return bool(np.all(written))
 
 
