@@ -15,21 +15,19 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 from dfits.kernels.dequantize import after_run, dequantise_run, random_table
-from dfits.kernels.rice import _NBITS, _PARAMS, _decode
+from dfits.kernels.rice import _PARAMS, _decode
 
 __all__ = ["PACKED", "place_group", "quant_args", "rice_group"]
 
 
 @inline
-def _rice_group_body(
-    blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix, nb
-):
+def _rice_group_body(blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix):
     pos = 0
     for t in range(starts.shape[0]):
         a = starts[t]
         status = _decode(
             blob[a : a + counts[t]], packed[pos : pos + npix[t]], blocksize, fsbits, fsmax,
-            bbits, bytepix, nb,
+            bbits, bytepix,
         )  # fmt: skip
         if status != 0:
             return t, status
@@ -54,7 +52,7 @@ def rice_group(blob, starts, counts, npix, blocksize: int, bytepix: int, out=Non
     fsbits, fsmax, bbits = _PARAMS[bytepix]
     packed = np.empty(int(npix.sum()), PACKED[bytepix]) if out is None else out
     bad, status = _rice_group(
-        blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix, _NBITS
+        blob, starts, counts, npix, packed, blocksize, fsbits, fsmax, bbits, bytepix
     )
     return (packed, -1, 0) if bad < 0 else (None, bad, status)
 
