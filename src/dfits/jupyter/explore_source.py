@@ -171,7 +171,7 @@ def _labels(hdu: Any, axes: Axes, where: str, unit: Any, convention: str) -> Lab
     note = ""
     if axes.spectral is None:
         values, name, vunit = np.zeros(0), "", ""
-    elif wcs is None:
+    elif wcs is None or len(axes.shape) - 1 - int(wcs.wcs.spec) != axes.spectral:
         values, name, vunit = np.arange(axes.shape[axes.spectral], dtype=float), "channel", ""
     else:
         values, name, vunit = _spectral(wcs, axes, unit, convention)
@@ -258,9 +258,11 @@ def as_source(obj: Any, hdu: Any = None, *, unit: Any = None, convention: str = 
     if convention not in ("radio", "optical", "relativistic"):
         raise DataError(f"{where}: unknown velocity convention {convention!r}")
     axes = view_axes(view.header, tuple(view.shape))
-    if axes.spectral is None and len(axes.shape) >= 3 and "CTYPE1" not in view.header:
-        # no WCS at all: the axis before the plane is the channel axis (pixel labels)
-        axes = Axes(axes.shape, len(axes.shape) - 3, axes.plane)
+    longer = [a for a in range(len(axes.shape)) if a not in axes.plane and axes.shape[a] > 1]
+    if axes.spectral is None and longer:
+        # no spectral axis in the WCS: the nearest longer axis above the plane is the
+        # channel axis, labelled by channel number
+        axes = Axes(axes.shape, longer[-1], axes.plane)
     labels = _labels(view, axes, where, unit, convention)
     extra, names = _extra_axis(view, axes)
     path = stamp = None
