@@ -315,3 +315,44 @@ def test_bad_options_name_the_option(tmp_path, options, named):
     with pytest.raises(dfits.DfitsError, match=named):
         dfits.to_fits(np.ones((4, 4), "i2"), path, **options)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "float32"])
+def test_zhecksum_zdatasum_are_the_uncompressed_image_sums(tmp_path, dtype):
+    values = _values(dtype, (37, 53))
+    x = da.from_array(values, chunks=(10, 53))  # several chunks: partial sums combined
+    packed, plain = tmp_path / "z.fits", tmp_path / "plain.fits"
+    cards = {"OBJECT": "M 1"}
+    dfits.to_fits(x, packed, compression="GZIP_2", header=cards, quantize_level=0)
+    # the uncompressed image HDU dfits writes for the same values and cards
+    dfits.to_fits([values], plain, header=cards)
+    table = _table_header(packed)
+    with fits.open(plain, checksum=True) as hl:
+        assert table["ZDATASUM"] == hl[1].header["DATASUM"]
+        assert table["ZHECKSUM"] == hl[1].header["CHECKSUM"]
+    with fits.open(packed, checksum=True) as hl:
+        # astropy reads them as the image's CHECKSUM/DATASUM; the decoded values sum to it
+        image = fits.ImageHDU(hl[1].data, header=hl[1].header)
+        assert hl[1].header["DATASUM"] == table["ZDATASUM"]
+        assert str(image._calculate_datasum()) == table["ZDATASUM"]
+    _fitsverify(packed)
+
+
+def test_no_zsums_without_checksum(tmp_path):
+    path = tmp_path / "n.fits"
+    dfits.to_fits(_values("int16", (8, 8)), path, compression="RICE_1", checksum=False)
+    table = _table_header(path)
+    assert "ZDATASUM" not in table
+    assert "ZHECKSUM" not in table
+
+
+def test_zsums_of_quantised_floats_are_the_original_values(tmp_path):
+    values = _values("float32", (20, 40))
+    packed, plain = tmp_path / "q.fits", tmp_path / "plain.fits"
+    dfits.to_fits(values, packed, compression="RICE_1")
+    dfits.to_fits([values], plain)
+    with fits.open(plain) as hl:
+        # lossy: the sums say what was quantised (fpack copies the original's), as the
+        # convention's ZDATASUM is the uncompressed HDU's
+        assert _table_header(packed)["ZDATASUM"] == hl[1].header["DATASUM"]
+    assert _funpack(packed)[0].shape == values.shape

@@ -187,9 +187,11 @@ def _row_bytes(cols: list[tuple[str, str]]) -> int:
 def table_header(
     spec: TileSpec, heap: int, longest: tuple[int, int], *, cards: list[UserCard] = (),  # type: ignore[assignment]
     extname: str | None = None, checksum: bool = True, what: str = "",
+    zsums: tuple[str, str] | None = None,
 ) -> bytes:  # fmt: skip
     """The header block of the compressed image's table, for a heap of ``heap`` bytes whose
-    longest COMPRESSED_DATA and GZIP_COMPRESSED_DATA arrays are ``longest``."""
+    longest COMPRESSED_DATA and GZIP_COMPRESSED_DATA arrays are ``longest``; ``zsums``: the
+    uncompressed image HDU's CHECKSUM and DATASUM, written as ZHECKSUM and ZDATASUM."""
     cols = _columns(spec, heap, longest)
     head: list[tuple[Any, ...]] = [
         ("XTENSION", "BINTABLE", "binary table extension"), ("BITPIX", 8), ("NAXIS", 2),
@@ -224,6 +226,9 @@ def table_header(
         # astropy's CompImageHDU and fpack name an unnamed image's table so
         head += [("EXTNAME", DEFAULT_NAME, "name of this binary table extension")]
     raw = b"".join(format_card(*c) for c in head) + b"".join(c[2] for c in kept)
+    if zsums is not None:
+        raw += checksum_card("ZHECKSUM", zsums[0], "HDU checksum of the uncompressed image")
+        raw += checksum_card("ZDATASUM", zsums[1], "data checksum of the uncompressed image")
     if checksum:
         raw += checksum_card("DATASUM", "0", "data unit checksum")
         raw += checksum_card("CHECKSUM", CHECKSUM_ZERO, "HDU checksum")

@@ -44,7 +44,8 @@ from dfits.kernels.quantize import quantize_rows
 
 __all__ = [
     "BUFFER", "HDUSlot", "WritePlan", "abort", "closed_header", "create", "finalize",
-    "move_into_place", "plan", "pwrite_all", "summed_header", "temp_name", "write_block",
+    "move_into_place", "pieces", "plan", "pwrite_all", "runs", "summed_header", "temp_name",
+    "thread_buffer", "write_block",
 ]  # fmt: skip
 
 #: Bytes of encoded values a block task holds at once (one buffer per task, reused).
@@ -177,7 +178,7 @@ def create(p: WritePlan) -> bool:
     return True
 
 
-def _runs(shape: tuple[int, ...], starts: tuple[int, ...], block: tuple[int, ...]):
+def runs(shape: tuple[int, ...], starts: tuple[int, ...], block: tuple[int, ...]):
     """Element offsets of the contiguous runs of a block, and the run length."""
     # axis j heads each run: the axes after it are whole, so a run spans them all
     j = len(shape) - 1
@@ -191,7 +192,7 @@ def _runs(shape: tuple[int, ...], starts: tuple[int, ...], block: tuple[int, ...
     return np.asarray(offsets, dtype=np.int64).reshape(-1), length
 
 
-def _pieces(nrows: int, length: int, itemsize: int) -> Iterator[tuple[int, int, int, int]]:
+def pieces(nrows: int, length: int, itemsize: int) -> Iterator[tuple[int, int, int, int]]:
     """``(row0, row1, col0, col1)`` pieces of at most :data:`BUFFER` bytes."""
     per = max(1, BUFFER // itemsize)
     if length <= per:
@@ -207,7 +208,7 @@ def _pieces(nrows: int, length: int, itemsize: int) -> Iterator[tuple[int, int, 
 _local = threading.local()
 
 
-def _buffer(itemsize: int, n: int) -> np.ndarray:
+def thread_buffer(itemsize: int, n: int) -> np.ndarray:
     """This thread's encode buffer, at least ``n`` items: allocated once per thread and
     reused, because faulting in a fresh 8 MiB buffer per block costs as much as encoding it."""
     buf = getattr(_local, "buf", None)
@@ -233,17 +234,17 @@ def write_block(p: WritePlan, hdu: int, values: np.ndarray, starts: tuple[int, .
     v = np.ascontiguousarray(values, dtype=native)
     if v.size == 0:
         return 0
-    offsets, length = _runs(slot.shape, tuple(starts), v.shape)
+    offsets, length = runs(slot.shape, tuple(starts), v.shape)
     rows = v.reshape(len(offsets), length)
     size = abs(slot.storage.bitpix) // 8  # stored bytes per value (quantised: not native's)
-    buf = _buffer(size, min(v.size, max(1, BUFFER // size)))
+    buf = thread_buffer(size, min(v.size, max(1, BUFFER // size)))
     total = 0
     # a shared (read) range lock needs a readable descriptor
     fd = os.open(p.temp, os.O_RDWR if p.append else os.O_WRONLY)
     try:
         if p.append:
             _still_appending(p, fd)
-        for r0, r1, c0, c1 in _pieces(len(offsets), length, size):
+        for r0, r1, c0, c1 in pieces(len(offsets), length, size):
             out = buf[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
             sums = _encode(slot.storage, rows[r0:r1, c0:c1], out)
             for i in range(r1 - r0):

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dfits.format.checksum import add, place
-from dfits.format.imagehdu import UserCard
+from dfits.format.header import Header
+from dfits.format.imagehdu import UserCard, image_header
 from dfits.format.ztable import TileSpec, table_header, table_rows
-from dfits.kernels.checksum import word_sum
+from dfits.kernels.checksum import encode_rows, word_sum
 from dfits.kernels.tileencode import encode_tile
 from dfits.write import fitswriter
 from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
@@ -57,12 +58,24 @@ class ZHDU:
     checksum: bool = True
     what: str = ""
 
-    def table_header(self, heap: int, longest: tuple[int, int]) -> bytes:
+    def table_header(
+        self, heap: int, longest: tuple[int, int], zsums: tuple[str, str] | None = None
+    ) -> bytes:
         assert self.spec is not None
         return table_header(
             self.spec, heap, longest, cards=list(self.cards), extname=self.extname,
-            checksum=self.checksum, what=self.what,
+            checksum=self.checksum, what=self.what, zsums=zsums,
         )  # fmt: skip
+
+    def zsums(self, datasum: int) -> tuple[str, str]:
+        """ZHECKSUM and ZDATASUM: the CHECKSUM and DATASUM of the uncompressed image HDU
+        (the header dfits writes for these values and cards, the image's stored values),
+        whose data sum is ``datasum``."""
+        assert self.spec is not None
+        spec = self.spec
+        head = image_header(spec.shape, spec.storage, primary=False, cards=list(self.cards),
+                            extname=self.extname, what=self.what)  # fmt: skip
+        return Header(summed_header(head, datasum))["CHECKSUM"], str(datasum)
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,8 @@ class ZPlan:
 @dataclass(frozen=True)
 class ChunkTiles:
     """What a chunk task returns: per tile its row, (compressed, fallback) byte counts and
-    ZSCALE/ZZERO; the chunk's scratch size and ones'-complement sum."""
+    ZSCALE/ZZERO; the chunk's scratch size and ones'-complement sum; the sum of its values
+    as an uncompressed image stores them, placed at their offsets (0 unchecksummed)."""
 
     rows: np.ndarray
     sizes: np.ndarray
@@ -87,6 +101,7 @@ class ChunkTiles:
     zero: np.ndarray
     nbytes: int
     checksum: int
+    image_sum: int = 0
 
 
 def plan(target: str, hdus: Sequence[ZHDU], *, overwrite: bool, fsync: bool = True) -> ZPlan:
@@ -155,8 +170,29 @@ def write_chunk(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
         raise FileNotFoundError(f"{p.temp}: the write was abandoned")
+    image = _image_sum(spec, v, tuple(starts)) if p.hdus[hdu].checksum else 0
     return ChunkTiles(np.array(rows, np.int64), np.array(sizes, np.int64).reshape(-1, 2),
-                      np.array(scale), np.array(zero), written, total)  # fmt: skip
+                      np.array(scale), np.array(zero), written, total, image)  # fmt: skip
+
+
+def _image_sum(spec: TileSpec, values: np.ndarray, starts: tuple[int, ...]) -> int:
+    """The ones'-complement sum of a chunk's values stored as an uncompressed image (for
+    ZDATASUM), placed at their byte offsets: the encode kernel of plain writes, into this
+    thread's bounded buffer, so the chunk is read once more and never copied whole."""
+    storage = spec.storage
+    v = np.ascontiguousarray(values, dtype=storage.native)
+    offsets, length = fitswriter.runs(spec.shape, starts, v.shape)
+    rows = v.reshape(len(offsets), length)
+    size = abs(storage.bitpix) // 8
+    # the pieces' bound is the plain writer's, whose buffer this is
+    buf = fitswriter.thread_buffer(size, min(v.size, max(1, fitswriter.BUFFER // size)))
+    total = 0
+    for r0, r1, c0, c1 in fitswriter.pieces(len(offsets), length, size):
+        out = buf[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
+        sums = encode_rows(rows[r0:r1, c0:c1], out, storage.flip)
+        for i in range(r1 - r0):
+            total = add(total, place(int(sums[i]), (int(offsets[r0 + i]) + c0) * size))
+    return total
 
 
 def _flush(fd: int, pieces: list[bytes], total: int, written: int) -> tuple[int, int]:
@@ -221,7 +257,13 @@ def _write_hdu(p: ZPlan, i: int, chunks: Sequence[ChunkTiles], fd: int, at: int)
     spans, fallback, scale, zero, bases, heap = _descriptors(hdu.spec, chunks)
     longest = (int(spans[:, 0].max()), int(fallback[:, 0].max()))
     table = table_rows(hdu.spec, heap, spans, fallback, scale, zero)
-    head = hdu.table_header(heap, longest)
+    zsums = None
+    if hdu.checksum:
+        image_sum = 0
+        for ch in chunks:
+            image_sum = add(image_sum, ch.image_sum)
+        zsums = hdu.zsums(image_sum)
+    head = hdu.table_header(heap, longest, zsums)
     if hdu.checksum:
         datasum = word_sum(np.frombuffer(table, np.uint8))
         for ch, base in zip(chunks, bases, strict=True):
