@@ -98,7 +98,11 @@ def test_cursor_world_equals_astropy(cube_path, reads):
 def test_moment0_through_fused_reduction(cube_path):
     m = ExploreModel(cube_path, view=(48, 40))
     sec = dfits.open(cube_path)[0].section
+    seen: list[float] = []
+    m.on_progress = seen.append
     mom = m.moment0(0, 23)
+    assert seen[-1] == 1.0
+    assert seen == sorted(seen)
     width = abs(np.diff(m.source.labels.values).mean())
     cube = sec[:, :, :].astype(np.float64)
     want = np.where(np.isfinite(cube).any(0), np.nansum(cube, 0) * width, np.nan)

@@ -241,6 +241,8 @@ function render({ model, el }) {
       S.spectrum = { ...msg, values: typed(buffers[0], Float64Array) };
       redrawSpectrum();
       if (req.t0 !== undefined) S.lat[msg.box ? "box" : "spectrum"].push(performance.now() - req.t0);
+    } else if (msg.kind === "progress") {
+      c.label.textContent = `moment 0: computing… ${Math.round(100 * msg.fraction)} %`;
     } else if (msg.kind === "cursor") {
       S.cursorBusy = false;
       const v = msg.value === null ? "NaN" : (+msg.value).toPrecision(6);

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -115,6 +116,8 @@ class ExploreModel:
     ) -> None:  # fmt: skip
         self.source: Source = as_source(obj, hdu, unit=unit, convention=convention)
         self.last_spectrum: Spectrum | None = None
+        #: called with the fraction of tasks done while moment 0 computes (the widget sends it)
+        self.on_progress: Callable[[float], None] | None = None
         ny, nx = self.source.plane_shape
         self.state = State(
             channel=self.source.nchan // 2, window=(0, ny, 0, nx), view=_size(view),
@@ -211,8 +214,9 @@ class ExploreModel:
         data = src.hdu.data[src.index(slice(lo, hi + 1), st.stokes, slice(y0, y1, step),
                                       slice(x0, x1, step))]  # fmt: skip
         s = sorted((src.axes.spectral, *src.axes.plane)).index(src.axes.spectral)
-        total, finite = compute(reduce(data, "nansum", axis=s), reduce(data, "count", axis=s),
-                                progress=progress)  # fmt: skip
+        with _Progress(self.on_progress):
+            total, finite = compute(reduce(data, "nansum", axis=s),
+                                    reduce(data, "count", axis=s), progress=progress)  # fmt: skip
         values = src.labels.values
         width = abs(float(np.mean(np.diff(values)))) if len(values) > 1 else 1.0
         image = np.where(np.asarray(finite) > 0, np.asarray(total, dtype=np.float64) * width,
@@ -278,6 +282,42 @@ class ExploreModel:
         y0, x0 = _clip(y0, ny), _clip(x0, nx)
         y1, x1 = min(max(y1, y0 + 1), ny), min(max(x1, x0 + 1), nx)
         return y0, y1, x0, x1
+
+
+class _Progress:
+    """Reports the fraction of dask tasks done to ``report`` (local schedulers; under a
+    distributed client nothing is reported), at most every 5 %."""
+
+    def __init__(self, report: Callable[[float], None] | None) -> None:
+        self.report, self.callback = report, None
+
+    def __enter__(self) -> _Progress:
+        if self.report is None:
+            return self
+        from dask.callbacks import Callback
+
+        state = {"done": 0, "total": 1, "last": 0.0}
+        report = self.report
+
+        def start(dsk: Any, _state: Any) -> None:
+            state["total"] = max(len(dsk), 1)
+
+        def posttask(*_args: Any) -> None:
+            state["done"] += 1
+            fraction = state["done"] / state["total"]
+            if fraction - state["last"] >= 0.05 and fraction < 1.0:
+                state["last"] = fraction
+                report(fraction)
+
+        self.callback = Callback(start_state=start, posttask=posttask)
+        self.callback.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.callback is not None:
+            self.callback.__exit__(*exc)
+            if exc[0] is None and self.report is not None:
+                self.report(1.0)  # some graph keys are data, not tasks: say done once
 
 
 def _clip(i: int, n: int) -> int:

@@ -56,6 +56,7 @@ class Explorer(anywidget.AnyWidget):
             limits=list(limits) if limits else None, note=st.note, error=st.error, **kwargs,
         )  # fmt: skip
         self.on_msg(self._on_msg)
+        model.on_progress = lambda fraction: self.send({"kind": "progress", "fraction": fraction})
 
     def _on_msg(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
         if not isinstance(content, dict):
