@@ -15,7 +15,7 @@ that leaves bytes unused: corruption is an error, never silently wrong values.
 Where the time went, and how it is spent now: cfitsio and the first version of this loop
 read one byte at a time (a bounds check and a branch per byte, a table lookup for the unary
 code). Here the bits sit left-aligned in a 64-bit word refilled with one unaligned big-endian
-load (``movbe``; bytes past the stream read as zeros, only in its last 8 bytes), the unary
+load (``movbe``, in an intrinsic; bytes past the stream read as zeros, only in its last 8 bytes), the unary
 code is one ``lzcnt``, the kind of block is decided once per block, not per pixel, the
 zig-zag is branch-free and the value is stored by truncation (the same bits as a sign
 extension). Bounds are checked by bit accounting: the bits used, known exactly, are compared
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
@@ -45,35 +45,48 @@ _U = np.uint64
 
 
 @intrinsic
-def _be64(typingctx, arr, idx):
+def _word(typingctx, arr, idx):
     """The 8 bytes of the C-contiguous uint8 array ``arr`` from ``idx`` as one big-endian
-    word (one unaligned load and a byte swap; the caller checks ``idx + 8 <= arr.size``)."""
+    word, bytes past its end read as zero (``arr`` must not be empty).
+
+    An intrinsic, not an inlined Numba function: an array handed to an inlined function is
+    reference-counted at each call, which cost more than the decoding.
+    """
     if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.layout == "C"):
         return None
     if not isinstance(idx, types.Integer):
         return None
 
     def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        data, n = array.data, builder.extract_value(array.shape, 0)
         word = ir.IntType(64)
-        ptr = builder.bitcast(builder.gep(data, [args[1]]), word.as_pointer())
-        swap = builder.module.declare_intrinsic("llvm.bswap", [word])
-        return builder.call(swap, [builder.load(ptr, align=1)])
+        c = context.cast(builder, args[1], signature.args[1], types.int64)
+        result = cgutils.alloca_once(builder, word)
+        whole = builder.icmp_signed("<=", builder.add(c, word(8)), n)
+        with builder.if_else(whole, likely=True) as (then, otherwise):
+            with then:  # one unaligned load and a byte swap (movbe)
+                ptr = builder.bitcast(builder.gep(data, [c]), word.as_pointer())
+                swap = builder.module.declare_intrinsic("llvm.bswap", [word])
+                builder.store(builder.call(swap, [builder.load(ptr, align=1)]), result)
+            with otherwise:  # the last 8 bytes: each one checked
+                w = word(0)
+                for j in range(8):
+                    at = builder.add(c, word(j))
+                    inside = builder.icmp_signed("<", at, n)
+                    byte = builder.load(builder.gep(data, [builder.select(inside, at, word(0))]))
+                    byte = builder.select(inside, builder.zext(byte, word), word(0))
+                    w = builder.or_(w, builder.shl(byte, word(56 - 8 * j)))
+                builder.store(w, result)
+        return builder.load(result)
 
     return types.uint64(arr, idx), codegen
 
 
 @inline
-def _refill(src, n, c, acc, cnt):
+def _refill(w, acc, c, cnt):
     """Top the bit word ``acc`` (``cnt`` valid bits, left-aligned; the stream's next byte is
-    ``c``) up to 56-63 valid bits; bytes at or past ``n`` read as zero."""
-    if c + 8 <= n:
-        w = _be64(src, c)
-    else:
-        w = _U(0)
-        for j in range(8):
-            if c + j < n:
-                w |= _U(src[c + j]) << _U(56 - 8 * j)
+    ``c``) up to 56-63 valid bits from ``w``, the 8 bytes from ``c``."""
     # the bytes below the valid bits are the stream's next ones too: OR-ing them again later
     # changes nothing
     return acc | (w >> _U(cnt)), c + ((63 - cnt) >> 3), cnt | 56
@@ -97,7 +110,7 @@ def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix):
     for i in range(0, npix, blocksize):
         imax = min(i + blocksize, npix)
         if cnt < fsbits:
-            acc, c, cnt = _refill(src, n, c, acc, cnt)
+            acc, c, cnt = _refill(_word(src, c), acc, c, cnt)
         fs = np.int64(acc >> _U(64 - fsbits)) - 1
         acc <<= _U(fsbits)
         cnt -= fsbits
@@ -107,7 +120,7 @@ def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix):
         elif fs == fsmax:
             for k in range(i, imax):
                 if cnt < bbits:
-                    acc, c, cnt = _refill(src, n, c, acc, cnt)
+                    acc, c, cnt = _refill(_word(src, c), acc, c, cnt)
                 diff = np.int64(acc >> _U(64 - bbits))
                 acc <<= _U(bbits)
                 cnt -= bbits
@@ -116,7 +129,7 @@ def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix):
         else:
             # unsigned index: no negative-index wraparound in the store
             for k in range(_U(i), _U(imax)):
-                acc, c, cnt = _refill(src, n, c, acc, cnt)
+                acc, c, cnt = _refill(_word(src, c), acc, c, cnt)
                 z = np.int64(leading_zeros(acc))
                 if z + 1 + fs <= cnt:
                     acc <<= _U(z + 1)
@@ -128,13 +141,13 @@ def _decode(src, out, blocksize, fsbits, fsmax, bbits, bytepix):
                         if c >= n:
                             return -1
                         nz += cnt
-                        acc, c, cnt = _refill(src, n, c, _U(0), np.int64(0))
+                        acc, c, cnt = _refill(_word(src, c), _U(0), c, np.int64(0))
                         z = np.int64(leading_zeros(acc))
                     acc <<= _U(z + 1)
                     cnt -= z + 1
                     z += nz
                     if cnt < fs:
-                        acc, c, cnt = _refill(src, n, c, acc, cnt)
+                        acc, c, cnt = _refill(_word(src, c), acc, c, cnt)
                 low = np.int64((acc >> _U(1)) >> _U(63 - fs))
                 acc <<= _U(fs)
                 cnt -= fs
