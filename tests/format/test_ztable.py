@@ -60,7 +60,7 @@ def test_lossless_floats_say_so():
 
 @pytest.mark.parametrize(
     ("kw", "error"),
-    [({"compression": "PLIO_1"}, "dfits writes"),
+    [({"compression": "HCOMPRESS_2"}, "dfits writes"),
      ({"tile_shape": (1, 2)}, "tile_shape"),
      ({"quantize_method": "DITHER"}, "quantize_method"),
      ({"dither_seed": 0}, "dither_seed"),

@@ -356,3 +356,28 @@ def test_zsums_of_quantised_floats_are_the_original_values(tmp_path):
         # convention's ZDATASUM is the uncompressed HDU's
         assert _table_header(packed)["ZDATASUM"] == hl[1].header["DATASUM"]
     assert _funpack(packed)[0].shape == values.shape
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "uint8", "int8"])
+def test_plio_reads_back_alike(tmp_path, dtype):
+    rng = np.random.default_rng(5)
+    top = {"int16": 30000, "int32": 2**24 - 1, "uint8": 255, "int8": 127}[dtype]
+    low = -128 if dtype == "int8" else 0
+    runs = rng.choice([low, 0, 1, 7, top, 4100, 5000], size=400)
+    values = np.repeat(runs, rng.integers(1, 30, 400))[: 37 * 53].reshape(37, 53).astype(dtype)
+    path = tmp_path / "p.fits"
+    dfits.to_fits(da.from_array(values, chunks=(10, 20)), path, compression="PLIO_1")
+    table = _table_header(path)
+    assert table["ZCMPTYPE"] == "PLIO_1"
+    assert table["TFORM1"].startswith("1PI")
+    _check_file(path, values, lossless=True)
+    np.testing.assert_array_equal(_funpack(path)[0], values)
+
+
+def test_plio_refuses_what_it_cannot_hold(tmp_path):
+    path = tmp_path / "p.fits"
+    with pytest.raises(dfits.DataError, match=r"tile 2: PLIO_1 holds values 0\.\.16777215"):
+        dfits.to_fits(np.array([[0, 1], [-1, 2]], "i4"), path, compression="PLIO_1")
+    with pytest.raises(dfits.UnsupportedError, match="PLIO_1 codes integers"):
+        dfits.to_fits(np.ones((2, 2), "f4"), path, compression="PLIO_1")
+    assert list(tmp_path.iterdir()) == []

@@ -31,7 +31,7 @@ __all__ = ["COMPRESSIONS", "NULL_VALUE", "TileSpec", "parse_compression", "table
            "table_rows"]  # fmt: skip
 
 #: The algorithms dfits writes.
-COMPRESSIONS = ("RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS")
+COMPRESSIONS = ("RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "NOCOMPRESS")
 #: The stored integer of a NaN in quantised float tiles (cfitsio's, written as ZBLANK).
 NULL_VALUE = -2147483647
 _MAX_DESCRIPTOR = 2**31 - 1
@@ -144,6 +144,11 @@ def parse_compression(
                     storage, level, method, int(dither_seed),
                     _blocksize(algorithm, rice_blocksize, what),
                     _gzip_level(algorithm, compression_level, what))  # fmt: skip
+    if algorithm == "PLIO_1" and not 0 < storage.bitpix < 64:
+        raise UnsupportedError(
+            f"{what}: PLIO_1 codes integers of 8 to 32 bits (values 0..2**24-1), not "
+            f"BITPIX {storage.bitpix}; use RICE_1 or GZIP_1/2"
+        )
     if algorithm == "RICE_1" and storage.bitpix == 64:
         raise UnsupportedError(f"{what}: RICE_1 does not encode 64-bit integers; use GZIP_1/2")
     if algorithm == "RICE_1" and storage.bitpix < 0 and level == 0:
@@ -172,7 +177,9 @@ def _blocksize(algorithm: str, blocksize: Any, what: str) -> int:
 
 def _columns(spec: TileSpec, heap: int, longest: tuple[int, int]) -> list[tuple[str, str]]:
     kind = "P" if heap <= _MAX_DESCRIPTOR else "Q"
-    cols = [("COMPRESSED_DATA", f"1{kind}B({longest[0]})")]
+    # PLIO's line lists are 16-bit words, counted in words, as cfitsio writes them
+    code, size = ("I", 2) if spec.algorithm == "PLIO_1" else ("B", 1)
+    cols = [("COMPRESSED_DATA", f"1{kind}{code}({longest[0] // size})")]
     if spec.quantised:
         cols += [("GZIP_COMPRESSED_DATA", f"1{kind}B({longest[1]})"), ("ZSCALE", "1D"),
                  ("ZZERO", "1D")]  # fmt: skip
@@ -248,6 +255,8 @@ def table_rows(
         fields += [("g", word, (2,)), ("s", ">f8"), ("z", ">f8")]
     rows = np.zeros(spec.ntiles, dtype=fields)
     rows["c"] = spans
+    if spec.algorithm == "PLIO_1":
+        rows["c"][:, 0] //= 2  # counted in 16-bit words (1PI)
     if spec.quantised:
         rows["g"], rows["s"], rows["z"] = fallback, scale, zero
     return rows.tobytes()

@@ -25,6 +25,7 @@ from dfits.format.ztable import TileSpec
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 from dfits.kernels.dequantize import random_table
+from dfits.kernels.plioencode import plio_encode
 
 __all__ = ["encode_tile", "noise3", "quantize_tile"]
 
@@ -145,6 +146,9 @@ def _compress(spec: TileSpec, stored: np.ndarray) -> bytes:
         import imagecodecs
 
         return bytes(imagecodecs.rcomp_encode(stored, nblock=spec.blocksize))
+    if algorithm == "PLIO_1":
+        # big-endian words, as the standard stores a 1PI column
+        return plio_encode(stored).astype(">i2").tobytes()
     # the standard stores GZIP/NOCOMPRESS tile bytes big-endian: one swap per tile, on write
     big = stored.astype(stored.dtype.newbyteorder(">"), copy=False).tobytes()
     if algorithm == "NOCOMPRESS":

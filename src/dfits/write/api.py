@@ -234,12 +234,14 @@ def to_fits(
         The scaling (with ``bitpix`` only).
     blank : int, optional
         The stored value of NaN (default: the type's minimum; 255 for BITPIX 8).
-    compression : {"RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"}, optional
+    compression : {"RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "NOCOMPRESS"}, optional
         Write every image tile-compressed (a ``ZIMAGE`` binary table extension after an empty
         primary HDU, as fpack and astropy's ``CompImageHDU``): the chunk tasks compress their
         tiles in parallel. Integers are lossless; floats are quantised per tile (RICE_1
         needs that; with GZIP_1/GZIP_2/NOCOMPRESS ``quantize_level=0`` keeps them exact), NaN
-        stored as ZBLANK. Not with ``bitpix``.
+        stored as ZBLANK. PLIO_1: integer images of 8 to 32 bits whose stored values are in
+        0..2**24-1 (masks; another value raises :class:`~dfits.errors.DataError`). Not with
+        ``bitpix``.
     tile_shape : tuple of int, optional
         Tile shape in numpy axis order (default: one image row per tile, as fpack). Edge tiles
         are partial; chunks are rechunked to whole tiles.

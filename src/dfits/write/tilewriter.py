@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfits.errors import DataError
 from dfits.format.checksum import add, place
 from dfits.format.header import Header
 from dfits.format.imagehdu import UserCard, image_header
@@ -152,7 +153,10 @@ def write_chunk(
     held = written = total = 0
     try:
         for row, region in _tiles(spec, tuple(starts), v.shape):
-            data, fallback, s, z = encode_tile(spec, v[region], row)
+            try:
+                data, fallback, s, z = encode_tile(spec, v[region], row)
+            except ValueError as err:  # values the algorithm cannot hold (PLIO's range)
+                raise DataError(f"{p.hdus[hdu].what}, tile {row + 1}: {err}") from err
             rows.append(row)
             sizes.append((len(data), len(fallback)))
             scale.append(s)
