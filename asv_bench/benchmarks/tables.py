@@ -11,7 +11,9 @@ pandas' ``to_parquet``). The table is ``DFITS_ASV_SIZE`` bytes (default
 
 ``TableCases`` times the other cases of ``tables.py`` with its tools: ``cols3`` (three of the
 30 columns read and summed), ``pandas`` (the whole table to a DataFrame) and ``ascii`` (every
-field of a 10-field ASCII TABLE of 10^6 rows parsed; 2,000 at tiny scale).
+field of a 10-field ASCII TABLE of 10^6 rows parsed; 2,000 at tiny scale). ``TableWhere`` reads
+three columns of the rows where ``D0 > 0`` (``hdu.read(..., where=...)``) against
+astropy-eager's and fitsio's reads and a numpy mask.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import ClassVar
+
+import numpy as np
 
 from . import TINY, bench_script, data_dir, image_bytes, prewarm, require
 
@@ -85,6 +89,64 @@ class TableCases:
 
     def time_case(self, paths, case, tool):
         return tables.run_case(case, tool, self.path, "")
+
+
+WHERE_COLUMNS, WHERE = ["E0", "D0", "J0"], "D0 > 0"  # about half the rows
+
+
+def where_op(tool: str, path: str):
+    """Three columns of the rows where ``D0 > 0``, summed (so tools can be compared):
+    ``hdu.read(columns, where=...)``, or the table read then a numpy mask."""
+    if tool == "dfits":
+        import dfits
+
+        def run_dfits():  # opened in the timed call, as the others read theirs
+            cols = dfits.open(path)[1].read(WHERE_COLUMNS, where=WHERE)
+            return np.array([cols[c].sum() for c in WHERE_COLUMNS])
+
+        return run_dfits
+    if tool == "fitsio":
+        require("fitsio")
+        import fitsio
+
+        def run_fitsio():
+            rows = fitsio.read(path, ext=1, columns=WHERE_COLUMNS)
+            return np.array([rows[c][rows["D0"] > 0].sum() for c in WHERE_COLUMNS])
+
+        return run_fitsio
+    from astropy.io import fits
+
+    def run_astropy():
+        rows = fits.getdata(path, 1, memmap=False)
+        keep = rows["D0"] > 0
+        return np.array([rows[c][keep].sum() for c in WHERE_COLUMNS])
+
+    return run_astropy
+
+
+class TableWhere:
+    """A row filter: ``hdu.read(columns, where="D0 > 0")`` against astropy-eager's and
+    fitsio's whole-table reads and a numpy mask."""
+
+    params: ClassVar[list] = [["dfits", "astropy-eager", "fitsio"]]
+    param_names: ClassVar[list] = ["tool"]
+    number = 1
+    repeat = (1, 1, 1.0) if TINY else (5, 10, 120.0)
+    warmup_time = 0.0
+    timeout = 600
+
+    def setup_cache(self):
+        return table_file()
+
+    setup_cache.timeout = 900
+
+    def setup(self, path, tool):
+        self.run = where_op(tool, path)
+        self.run()  # imports and kernels, untimed
+        prewarm(path)
+
+    def time_where(self, path, tool):
+        return self.run()
 
 
 PARQUET_COLUMNS = ["E0", "D0", "J0"]  # tables_ops.dfits_parquet's
