@@ -381,3 +381,31 @@ def test_plio_refuses_what_it_cannot_hold(tmp_path):
     with pytest.raises(dfits.UnsupportedError, match="PLIO_1 codes integers"):
         dfits.to_fits(np.ones((2, 2), "f4"), path, compression="PLIO_1")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_chunks_spread_over_the_threads(tmp_path):
+    """A numpy image in one chunk is cut into whole-tile slabs, about four per thread, so every
+    thread compresses; the heap stays in tile order, so the bytes do not depend on it."""
+    import dask
+
+    from dfits.format.imagehdu import parse_storage
+    from dfits.write.compressed import LEAST_CHUNK, spread_chunks
+
+    spec = parse_compression((4096, 512), parse_storage("f4", "x"), "x", compression="RICE_1")
+    # 8 chunks of 1 MiB (LEAST_CHUNK), not the 32 that 8 threads would want
+    assert spread_chunks((4096, 512), spec, 4, threads=8) == (512, 512)
+    assert spread_chunks((4096, 512), spec, 4, threads=1) == (1024, 512)
+    tiny = spread_chunks((4096, 512), spec, 4, threads=1000)
+    assert tiny[0] * 512 * 4 >= LEAST_CHUNK
+    values = np.random.default_rng(1).integers(-(2**40), 2**40, (3000, 1000))  # 24 MB
+    paths, counts = [], []
+    for threads in (1, 8):
+        paths.append(path := tmp_path / f"t{threads}.fits")
+        with dask.config.set(num_workers=threads):
+            graph = dfits.to_fits(values, path, compression="GZIP_2", compute=False)
+            keys = dict(graph.__dask_graph__())
+            counts.append(sum(str(k).startswith("_write") for k in keys))
+            graph.compute()
+    assert counts == [4, 17]  # slabs of 750 and 187 rows
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    np.testing.assert_array_equal(dfits.open(paths[1])[1].data.compute(), values)

@@ -27,7 +27,10 @@ from dfits.write.blocks import as_blocks
 from dfits.write.images import ImageItem
 from dfits.write.tilewriter import ZHDU, ZPlan
 
-__all__ = ["aligned_chunks", "write_compressed"]
+__all__ = ["LEAST_CHUNK", "aligned_chunks", "spread_chunks", "write_compressed"]
+
+#: Bytes of values below which a chunk is not cut further for more parallel tasks.
+LEAST_CHUNK = 1 << 20
 
 
 def aligned_chunks(chunks: tuple[tuple[int, ...], ...], spec: TileSpec) -> tuple[int, ...]:
@@ -59,8 +62,42 @@ def _hdus(items: Sequence[ImageItem], path: str, checksum: bool, options: dict[s
         spec = parse_compression(x.shape, storage, what, **options)
         hdus.append(ZHDU(spec, cards=tuple(item.cards), extname=item.extname,
                          checksum=checksum, what=what))  # fmt: skip
-        arrays.append(x.rechunk(aligned_chunks(x.chunks, spec)))
+        sizes = spread_chunks(aligned_chunks(x.chunks, spec), spec, x.dtype.itemsize, _threads())
+        arrays.append(x.rechunk(sizes))
     return hdus, arrays
+
+
+def _threads() -> int:
+    """The local scheduler's threads (dask's ``num_workers``, else the CPU count)."""
+    import dask
+    from dask.system import CPU_COUNT
+
+    return int(dask.config.get("num_workers", None) or CPU_COUNT)
+
+
+def spread_chunks(
+    sizes: tuple[int, ...], spec: TileSpec, itemsize: int, threads: int
+) -> tuple[int, ...]:
+    """Chunk sizes cut further, slowest axis first and in whole tiles, until there are about
+    four chunks per thread (or chunks reach :data:`LEAST_CHUNK` bytes), so that every thread
+    compresses: a 256 MiB image in dask's 128 MiB chunks would otherwise keep two threads busy
+    and leave the rest idle. Cutting the slowest axis keeps the heap in tile order.
+
+    >>> from dfits.format.imagehdu import parse_storage
+    >>> from dfits.format.ztable import parse_compression
+    >>> spec = parse_compression((8192, 8192), parse_storage("f4", "x"), "x", compression="RICE_1")
+    >>> spread_chunks((4096, 8192), spec, 4, threads=16)
+    (128, 8192)
+    """
+    out = list(sizes)
+    want = 4 * max(1, threads)
+    for axis, t in enumerate(spec.tile):
+        while math.prod(-(-n // c) for n, c in zip(spec.shape, out, strict=True)) < want:
+            half = max(t, out[axis] // 2 // t * t)
+            if half == out[axis] or math.prod(out) // out[axis] * half * itemsize < LEAST_CHUNK:
+                break
+            out[axis] = half
+    return tuple(out)
 
 
 def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
