@@ -91,8 +91,21 @@ class Section:
 
     def _region(self, index: tuple) -> tuple[Any, Any]:
         """The stored values at ``index`` and their spec (None: values already), read
-        through the reader seam as the step-1 region bounding ``index``."""
+        through the reader seam as the step-1 region bounding ``index``; a stepped index of
+        a compressed image through its reader's ``gather``, which decodes only the tiles
+        holding a selected pixel (a decimated quick look need not decode every tile)."""
         bound, rel = bounding(index, self.block.shape)
+        gather = getattr(self.block, "gather", None)
+        stepped = any(isinstance(r, slice) and r.step not in (None, 1) for r in rel)
+        if gather is not None and stepped:
+            picks = _picks(bound, rel, self.block.shape)
+            if all(len(p) for p in picks):
+                chunk = gather(picks)
+                rel = tuple(r if r is None else slice(None) if isinstance(r, slice) else 0
+                            for r in rel)  # fmt: skip
+                if isinstance(chunk, StoredChunk):
+                    return chunk.u[rel], chunk.spec
+                return np.asarray(chunk)[rel], None
         chunk = self.block.read(bound)
         if isinstance(chunk, StoredChunk):
             return chunk.u[rel], chunk.spec
@@ -114,6 +127,17 @@ class Section:
         if not isinstance(view, np.ndarray):
             return kernels.decode(np.asarray(view).reshape(1), spec)[0]
         return kernels.decode(view, spec)
+
+
+def _picks(bound: tuple, rel: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The indices each axis selects, from :func:`~dfits.io.ranges.bounding`'s split."""
+    rel = [r for r in rel if r is not None]
+    picks = []
+    for axis, (b, n) in enumerate(zip(bound, shape, strict=True)):
+        lo, hi = b.indices(n)[:2]
+        r = rel[axis] if axis < len(rel) else slice(None)
+        picks.append(np.arange(lo, hi, dtype=np.int64)[r if isinstance(r, slice) else [r]])
+    return tuple(picks)
 
 
 def _basic(index: Any, ndim: int) -> tuple:

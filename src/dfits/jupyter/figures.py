@@ -22,7 +22,14 @@ import numpy as np
 from dfits.errors import DataError, SpectralError, UnsupportedError, where
 from dfits.jupyter.annotate import channel_width, draw_beam, masked
 from dfits.jupyter.axes import Axes, view_axes
-from dfits.jupyter.decimate import MAX_BYTES, decimation, remote_bytes, touched_bytes
+from dfits.jupyter.decimate import (
+    DECODE,
+    MAX_BYTES,
+    decimation,
+    decoded_bytes,
+    remote_bytes,
+    touched_bytes,
+)
 
 __all__ = ["decimation", "plot_channel_maps", "quicklook", "touched_bytes"]
 
@@ -38,7 +45,8 @@ def _read(hdu: Any, steps: tuple[int, ...], axes: Axes) -> np.ndarray:
     plane; remote files plane by plane along the slowest shown axis."""
     section = hdu.section
     index = axes.index(steps)
-    if not _is_remote(hdu) or len(steps) < 2:
+    if not _is_remote(hdu) or len(steps) < 2 or _tiles(hdu) is not None:
+        # (a compressed image's reader fetches only the tiles it decodes, each once)
         return axes.arrange(np.asarray(section[index], dtype=np.float64))
     first = axes.kept[0]
     planes = [
@@ -46,6 +54,11 @@ def _read(hdu: Any, steps: tuple[int, ...], axes: Axes) -> np.ndarray:
         for i in range(0, axes.shape[first], index[first].step)
     ]
     return axes.arrange(np.asarray(np.stack(planes), dtype=np.float64))
+
+
+def _tiles(hdu: Any) -> Any:
+    """A tile-compressed image's tile layout, else None."""
+    return getattr(getattr(hdu.section, "block", None), "tiles", None)
 
 
 def _axis_values(header: Any, fits_axis: int, n: int, steps: int = 1) -> tuple[Any, str]:
@@ -142,8 +155,11 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[Axes, tuple[int, ...], 
     if full:
         return axes, (1,) * len(tail), f"full resolution: all {_mib(total)} reduced with dask"
     remote = _is_remote(hdu)
+    tiles = _tiles(hdu)
 
     def cost(steps: tuple[int, ...]) -> int:
+        if tiles is not None:  # the tiles decoded, wherever they are
+            return decoded_bytes(axes.shape, itemsize, axes.file_steps(steps), tiles.tile)
         if remote:  # whole planes of the slowest shown axis
             kept = axes.kept
             by_axis = dict(zip(axes.display, steps, strict=True))
@@ -159,7 +175,8 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[Axes, tuple[int, ...], 
         axes,
         steps,
         f"decimated {stride} (section[{', '.join(f'::{s}' for s in steps)}]): "
-        f"touched ≈{_mib(min(cost(steps), total))} of {_mib(total)}",
+        f"{'decoded' if tiles is not None else 'touched'} "
+        f"≈{_mib(min(cost(steps) // (1 if tiles is None else DECODE), total))} of {_mib(total)}",
     )
 
 

@@ -23,6 +23,7 @@ from dfits.format.descriptors import Descriptors, concat_descriptors, read_descr
 __all__ = [
     "BATCH",
     "GAP",
+    "compact",
     "covering",
     "extent",
     "fetch_spans",
@@ -48,6 +49,32 @@ def tile_rows(tiles: Any, region: tuple[slice, ...]) -> np.ndarray:
         ranges.append(np.arange(sl.start // t, (sl.stop - 1) // t + 1, dtype=np.int64))
     index = np.meshgrid(*ranges, indexing="ij")
     return np.ravel_multi_index(index, tiles.grid).reshape(-1).astype(np.int64)
+
+
+def compact(tiles: Any, picks: tuple[np.ndarray, ...]) -> tuple[list, list, tuple, tuple]:
+    """Where picked indices (per axis, any order) lie once the tiles holding none are left out.
+
+    Returns, per axis, the met tiles (ascending), each grid position's start in the compacted
+    image (meaningful at met tiles), each pick's index in the compacted image, and the
+    compacted image's shape. ``image[np.ix_(*picks)] == compacted[np.ix_(*where)]``.
+
+    >>> from types import SimpleNamespace
+    >>> tiles = SimpleNamespace(tile=(1, 4), shape=(6, 10), grid=(6, 3))
+    >>> met, starts, where, shape = compact(tiles, (np.array([0, 4]), np.array([1, 9])))
+    >>> [m.tolist() for m in met], [w.tolist() for w in where], shape
+    ([[0, 4], [0, 2]], [[0, 1], [1, 5]], (2, 6))
+    """
+    met, starts, where, shape = [], [], [], []
+    for p, t, n, g in zip(picks, tiles.tile, tiles.shape, tiles.grid, strict=True):
+        ids = np.unique(p // t)
+        lengths = np.minimum((ids + 1) * t, n) - ids * t
+        first = np.zeros(g, np.int64)
+        first[ids] = np.cumsum(lengths) - lengths
+        met.append(ids)
+        starts.append(first)
+        where.append(first[p // t] + p % t)
+        shape.append(int(lengths.sum()))
+    return met, starts, tuple(where), tuple(shape)
 
 
 def lookup_rows(

@@ -31,6 +31,7 @@ from dfits.format.descriptors import Descriptors
 from dfits.stored.stored import StoredChunk
 from dfits.tiles.places import (
     GAP,
+    compact,
     covering,
     extent,
     in_order,
@@ -219,6 +220,13 @@ class TileReader:
         return out
 
     def _decode_into(self, row: int, index: Descriptors, k: int, blob, region, out) -> None:
+        values, place = self._tile(row, index, k, blob)
+        src, dst = _overlap(place, region)
+        out[dst] = values[src]
+
+    def _tile(self, row: int, index: Descriptors, k: int, blob) -> tuple[np.ndarray, tuple]:
+        """Tile ``row`` (the ``k``-th of ``index``; ``blob`` from :meth:`_fetch`) decoded,
+        dequantised or blanked, in its shape; and its place in the image."""
         tiles = self.tiles
         place = tiles.tile_region(row)
         shape = tuple(sl.stop - sl.start for sl in place)
@@ -246,8 +254,38 @@ class TileReader:
             values = self._dequantize(row, index.values, k, values, shape)
         else:
             values = self._blanked(index.values, k, values)
-        src, dst = _overlap(place, region)
-        out[dst] = values.reshape(shape)[src]
+        return values.reshape(shape), place
+
+    def gather(self, picks: tuple[np.ndarray, ...]) -> Any:
+        """The stored values ``image[np.ix_(*picks)]`` (picks: per axis, indices in any
+        order), decoding only the tiles that hold a picked pixel, each once: a decimated
+        read (``section[::8, ::8]`` of row tiles) decodes an eighth of the tiles."""
+        met, starts, where, shape = compact(self.tiles, picks)
+        tile = np.array(self.tiles.tile)
+        grids = np.meshgrid(*met, indexing="ij")
+        rows = np.ravel_multi_index(grids, self.tiles.grid).reshape(-1).astype(np.int64)
+        index = self.lookup(rows)
+        whole = np.empty(shape, self.spec.stored)  # the met tiles, side by side
+        group = self._group(rows, index, tuple(slice(0, n) for n in self.shape))
+        if group is not None:
+            from dfits.kernels import tilegroup
+
+            packed, sizes, firsts, quant = group
+            at = np.stack(
+                [s[f // t] for s, f, t in zip(starts, firsts.T, tile, strict=True)], axis=1
+            )
+            tilegroup.place_group(packed, whole, sizes, at, quant)
+        else:
+            for k, (row, blob) in enumerate(zip(rows.tolist(), self._fetch(index), strict=True)):
+                values, place = self._tile(row, index, k, blob)
+                whole[
+                    tuple(
+                        slice(s[p.start // t], s[p.start // t] + p.stop - p.start)
+                        for s, p, t in zip(starts, place, tile.tolist(), strict=True)
+                    )
+                ] = values
+        out = whole[np.ix_(*where)]
+        return out if self.raw else StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
 
     def _error(self, row: int, nbytes: int, offset: int, reason: str) -> DataError:
         return DataError(

@@ -1,0 +1,107 @@
+"""Stepped reads of compressed images decode only the tiles holding a selected pixel, once.
+
+``hdu.section[::8, ::8]`` (what quicklook's decimation asks for) goes through
+:meth:`dfits.tiles.reader.TileReader.gather`: values equal astropy's for every algorithm,
+and a decode counter shows each met tile decoded exactly once, the others not at all.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dfits
+from dfits.kernels import codecs, tilegroup
+
+fits = pytest.importorskip("astropy.io.fits")
+
+SHAPE = (64, 96)
+CASES = {
+    "rice-rows": ("RICE_1", (1, 96), "i2"),
+    "rice-square": ("RICE_1", (8, 16), "i2"),
+    "gzip1": ("GZIP_1", (4, 32), "i4"),
+    "gzip2": ("GZIP_2", (1, 96), "i2"),
+    "plio": ("PLIO_1", (2, 96), "i2"),
+    "hcompress": ("HCOMPRESS_1", (16, 16), "i2"),
+    "rice-quantised": ("RICE_1", (1, 96), "f4"),
+    "gzip-quantised": ("GZIP_1", (8, 16), "f4"),
+}
+INDICES = [
+    (slice(None, None, 8), slice(None, None, 8)),
+    (slice(3, None, 5), slice(None, None, -7)),
+    (7, slice(1, None, 3)),
+    (slice(None, None, 20),),
+    (Ellipsis, slice(2, 90, 17)),
+    (slice(None, None, 9), None, 4),
+]
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def image(request, tmp_path_factory):
+    algorithm, tile, dtype = CASES[request.param]
+    rng = np.random.default_rng(3)
+    data = rng.normal(500, 40, SHAPE).clip(0, 4000).astype(dtype)
+    if dtype == "f4":
+        data[5, 7] = np.nan
+    path = tmp_path_factory.mktemp("gather") / f"{request.param}.fits"
+    kw = {"quantize_method": 2} if dtype == "f4" else {}
+    hdu = fits.CompImageHDU(data, compression_type=algorithm, tile_shape=tile, **kw)
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fits.open(path) as f:
+            want = np.array(f[1].data)
+    return path, tile, want
+
+
+@pytest.fixture
+def decodes(monkeypatch):
+    """Tiles decoded, in one list: a Rice group counts each of its tiles."""
+    seen: list[int] = []
+
+    def spy(module, name, count):
+        real = getattr(module, name)
+
+        def run(*args, **kwargs):
+            seen.append(count(args))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, run)
+
+    spy(tilegroup, "rice_group", lambda a: len(a[1]))
+    spy(codecs, "decode_tile", lambda a: 1)
+    spy(codecs, "raw_tile", lambda a: 1)
+    return seen
+
+
+def _met(index, tile) -> int:
+    """Tiles holding a pixel that ``index`` selects (numpy's own indexing of tile numbers)."""
+    rows = np.arange(SHAPE[0])[:, None] // tile[0] * 10**6 + np.arange(SHAPE[1]) // tile[1]
+    return np.unique(rows[index]).size
+
+
+@pytest.mark.parametrize("index", INDICES)
+def test_stepped_sections_equal_astropy_and_decode_each_met_tile_once(image, index, decodes):
+    path, tile, want = image
+    with dfits.open(path) as f:
+        got = f[1].section[index]
+    np.testing.assert_array_equal(got, want[index])
+    assert got.dtype == want.dtype
+    assert sum(decodes) == _met(index, tile)
+
+
+def test_a_decimated_quicklook_decodes_only_the_rows_it_shows(image, decodes):
+    pytest.importorskip("matplotlib")
+    from dfits.jupyter.figures import _plan, quicklook
+
+    path, tile, _ = image
+    with dfits.open(path) as f:
+        hdu = f[1]
+        steps = _plan(hdu, False, 4096)[1]
+        quicklook(hdu, max_bytes=4096)
+        tiles = hdu.section.block.tiles.nrows
+    assert steps != (1, 1)
+    # each tile holding a shown pixel decoded once, and no other
+    assert sum(decodes) == _met(tuple(slice(None, None, s) for s in steps), tile) < tiles
