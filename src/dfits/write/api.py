@@ -165,16 +165,27 @@ def append_items(
     bzero: float = 0.0,
     blank: int | None = None,
     wait: float = 60.0,
+    compression: str | None = None,
+    **compression_options: Any,
 ) -> str:
-    """Append ``items`` to ``path`` as IMAGE extensions, with the options of :func:`append`;
-    a missing file is written whole instead (the first item its primary HDU when
-    ``primary``)."""
+    """Append ``items`` to ``path`` as IMAGE extensions (tile-compressed ones with
+    ``compression``), with the options of :func:`append`; a missing file is written whole
+    instead (the first item its primary HDU when ``primary``)."""
+    from dfits.write.compressed import append_compressed
     from dfits.write.images import append_images
 
     quantize = quantize_options(bitpix, bscale, bzero, blank)
+    if compression is not None and quantize is not None:
+        raise ValueError("bitpix/bscale/bzero/blank and compression: use quantize_level")
     if not os.path.exists(path):
         return str(write_items(items, primary, path, checksum=checksum, fsync=fsync,
-                               bitpix=bitpix, bscale=bscale, bzero=bzero, blank=blank))  # fmt: skip
+                               bitpix=bitpix, bscale=bscale, bzero=bzero, blank=blank,
+                               compression=compression, **compression_options))  # fmt: skip
+    if compression is not None:
+        return append_compressed(items, path, checksum=checksum, fsync=fsync, wait=wait,
+                                 compression=compression, **compression_options)  # fmt: skip
+    if compression_options:
+        raise TypeError(f"{sorted(compression_options)} apply to compressed HDUs only")
     return append_images(items, path, checksum=checksum, fsync=fsync, quantize=quantize, wait=wait)
 
 
@@ -291,6 +302,13 @@ def append(
     bzero: float = 0.0,
     blank: int | None = None,
     wait: float = 60.0,
+    compression: str | None = None,
+    tile_shape: Any = None,
+    quantize_level: float = 16.0,
+    quantize_method: str = "SUBTRACTIVE_DITHER_2",
+    dither_seed: int | None = None,
+    compression_level: int | None = None,
+    rice_blocksize: int = 32,
 ) -> str:
     """Append arrays, DataArrays or Datasets to a FITS file as IMAGE extensions, in place.
 
@@ -315,6 +333,11 @@ def append(
     wait : float
         Seconds to wait while another process appends to the file, before
         :class:`~dfits.errors.FileBusyError`.
+    compression, tile_shape, quantize_level, quantize_method, dither_seed
+        Append tile-compressed images (``ZIMAGE`` binary tables), as :func:`to_fits` writes
+        them; the chunk tasks compress into scratch files, then the tables and heaps are
+        written after the old end, the headers' first byte last. ``compression_level`` and
+        ``rice_blocksize`` too.
 
     Returns
     -------
@@ -330,5 +353,14 @@ def append(
     items, primary = items_of(obj, header)
     return append_items(
         items, primary, path, checksum=checksum, fsync=fsync, bitpix=bitpix, bscale=bscale,
-        bzero=bzero, blank=blank, wait=wait,
+        bzero=bzero, blank=blank, wait=wait, **_compression(
+            compression, tile_shape=tile_shape, quantize_level=quantize_level,
+            quantize_method=quantize_method, dither_seed=dither_seed,
+            compression_level=compression_level, rice_blocksize=rice_blocksize,
+        ),
     )  # fmt: skip
+
+
+def _compression(compression: str | None, **options: Any) -> dict[str, Any]:
+    """The compression keywords of an append: none at all for plain images."""
+    return {} if compression is None else {"compression": compression, **options}

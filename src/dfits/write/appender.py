@@ -180,6 +180,19 @@ class Append:
             self.target, headers, overwrite=False, start=self.size, temp=link,
             fsync=self.fsync, append=True,
         )  # fmt: skip
+        self.begin(link)
+        try:
+            # reserve the blocks now: a full disk fails here, before any data is written
+            os.posix_fallocate(self._fd, self.size, p.size - self.size)
+        except (AttributeError, OSError) as err:
+            if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+                raise
+            os.ftruncate(self._fd, p.size)
+        return p
+
+    def begin(self, link: str) -> None:
+        """Write the journal (the old size, and ``link``), then make ``link`` to the file: from
+        here a failure, or the next append after a crash, cuts the file back."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         fd = os.open(self.journal, flags, 0o644)
         try:
@@ -191,14 +204,25 @@ class Append:
         self._extended = True
         self._link = link
         os.link(self.target, link)
-        try:
-            # reserve the blocks now: a full disk fails here, before any data is written
-            os.posix_fallocate(self._fd, self.size, p.size - self.size)
-        except (AttributeError, OSError) as err:
-            if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-                raise
-            os.ftruncate(self._fd, p.size)
-        return p
+
+    def publish(self, first: bytes, end: int) -> None:
+        """Finish an append whose new bytes, up to ``end``, are written but for the first
+        byte of the first new header (``first``): unlink the link, sync, write that byte
+        (every new HDU appears at once), sync, remove the journal."""
+        os.unlink(self._link)
+        self._sync()
+        # Until this byte, the old HDUs are followed by bytes that are no HDU ("\0TENSION"),
+        # which every reader stops at: see commit
+        fitswriter.pwrite_all(self._fd, memoryview(first), self.size)
+        self._sync()
+        os.unlink(self.journal)
+        self._extended = False
+        self.size = end
+
+    @property
+    def fd(self) -> int:
+        """The file, open for reading and writing, under this append's lock."""
+        return self._fd
 
     def commit(self, p: WritePlan, sums: Sequence[Sequence[int]]) -> None:
         """Write the headers after the data (``sums[i]``: HDU ``i``'s block sums), the first

@@ -27,7 +27,9 @@ from dfits.write.blocks import as_blocks
 from dfits.write.images import ImageItem
 from dfits.write.tilewriter import ZHDU, ZPlan
 
-__all__ = ["LEAST_CHUNK", "aligned_chunks", "spread_chunks", "write_compressed"]
+__all__ = [
+    "LEAST_CHUNK", "aligned_chunks", "append_compressed", "spread_chunks", "write_compressed",
+]  # fmt: skip
 
 #: Bytes of values below which a chunk is not cut further for more parallel tasks.
 LEAST_CHUNK = 1 << 20
@@ -50,13 +52,20 @@ def aligned_chunks(chunks: tuple[tuple[int, ...], ...], spec: TileSpec) -> tuple
     return tuple(min(s, n) for s, n in zip(sizes, spec.shape, strict=True))
 
 
-def _hdus(items: Sequence[ImageItem], path: str, checksum: bool, options: dict[str, Any]):
-    """The planned HDUs (an empty primary first) and each image's aligned dask array."""
-    empty = parse_storage("uint8", where(path, 0))
-    head = image_header((), empty, primary=True, extend=True, checksum=checksum)
-    hdus, arrays = [ZHDU(None, head, checksum=checksum)], [None]
+def _hdus(
+    items: Sequence[ImageItem], path: str, checksum: bool, options: dict[str, Any],
+    first: int | None = None,
+):  # fmt: skip
+    """The planned HDUs (an empty primary first; none when appending after HDU ``first - 1``)
+    and each image's aligned dask array."""
+    hdus: list[ZHDU] = []
+    arrays: list[Any] = []
+    if first is None:
+        empty = parse_storage("uint8", where(path, 0))
+        head = image_header((), empty, primary=True, extend=True, checksum=checksum)
+        hdus, arrays, first = [ZHDU(None, head, checksum=checksum)], [None], 1
     for i, item in enumerate(items):
-        what = where(path, i + 1, item.extname)
+        what = where(path, first + i, item.extname) if first >= 0 else _appended(path, i, item)
         x = as_blocks(item.data, what)
         storage = parse_storage(x.dtype, what)
         spec = parse_compression(x.shape, storage, what, **options)
@@ -100,6 +109,12 @@ def spread_chunks(
     return tuple(out)
 
 
+def _appended(path: str, i: int, item: ImageItem) -> str:
+    # an append reads none of the old HDUs, so it cannot number the new ones
+    name = f" ({item.extname!r})" if item.extname else ""
+    return f"{where(path)}, appended image {i + 1}{name}"
+
+
 def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
     """One delayed chunk compression per chunk (after ``ready``), grouped by HDU."""
     from dask import delayed
@@ -118,6 +133,49 @@ def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
 
 def _write(p: ZPlan, hdu: int, chunk: int, values: Any, starts: tuple[int, ...], _ready: bool):
     return tilewriter.write_chunk(p, hdu, chunk, values, starts)
+
+
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    """The compression options with the dither seed fixed (from the clock when None, 1..10000,
+    as astropy's and fpack's default), so that retried tasks write the same bytes."""
+    seed = options.get("dither_seed")
+    if seed is None:
+        seed = int(time.time_ns() // 1000) % 10000 + 1
+    return {**options, "dither_seed": seed}
+
+
+def append_compressed(
+    items: Sequence[ImageItem], path: str | os.PathLike[str], *, checksum: bool = True,
+    fsync: bool = True, wait: float = 60.0, **options: Any,
+) -> str:  # fmt: skip
+    """Append images as tile-compressed extensions to the FITS file ``path``, in place.
+
+    Under the append's lock and journal (:class:`~dfits.write.appender.Append`), the chunk
+    tasks of the current scheduler compress into scratch files; then this process writes the
+    tables and copies the heaps after the old end, the first byte of the first new header
+    last, so a reader sees the old HDUs or all the new ones. On failure the file is cut back
+    to its old size. ``options``: the compression options of :func:`write_compressed`.
+    """
+    from dask import delayed
+
+    from dfits.array.scheduler import compute
+    from dfits.write.appender import Append
+    from dfits.write.fitswriter import temp_name
+
+    target = os.fspath(path)
+    with Append(target, fsync=fsync, wait=wait) as session:
+        hdus, arrays = _hdus(items, target, checksum, _options(options), first=-1)
+        link = temp_name(session.target)
+        p = tilewriter.append_plan(session.target, link, hdus, fsync=fsync)
+        session.begin(link)
+        try:
+            (results,) = compute(_chunks(p, arrays, delayed(True)))
+            first, end = tilewriter.write_appended(p, results, session.fd, session.size)
+        except BaseException:
+            tilewriter.remove_scratch(p)
+            raise
+        session.publish(first, end)
+    return target
 
 
 def write_compressed(
@@ -145,11 +203,10 @@ def write_compressed(
     from dask import delayed
 
     target = os.fspath(path)
-    seed = dither_seed if dither_seed is not None else int(time.time_ns() // 1000) % 10000 + 1
-    options = {"compression": compression, "tile_shape": tile_shape,
-               "quantize_level": quantize_level, "quantize_method": quantize_method,
-               "dither_seed": seed, "compression_level": compression_level,
-               "rice_blocksize": rice_blocksize}  # fmt: skip
+    options = _options({"compression": compression, "tile_shape": tile_shape,
+                        "quantize_level": quantize_level, "quantize_method": quantize_method,
+                        "dither_seed": dither_seed, "compression_level": compression_level,
+                        "rice_blocksize": rice_blocksize})  # fmt: skip
     hdus, arrays = _hdus(items, target, checksum, options)
     p = tilewriter.plan(target, hdus, overwrite=overwrite, fsync=fsync)
     ready = delayed(tilewriter.create, pure=False)(p)

@@ -41,7 +41,10 @@ from dfits.kernels.tileencode import encode_tile
 from dfits.write import fitswriter
 from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
 
-__all__ = ["ZHDU", "ChunkTiles", "ZPlan", "abort", "assemble", "create", "plan", "write_chunk"]
+__all__ = [
+    "ZHDU", "ChunkTiles", "ZPlan", "abort", "append_plan", "assemble", "create", "plan",
+    "remove_scratch", "write_appended", "write_chunk",
+]  # fmt: skip
 
 _SUFFIX = ".dfits-part"
 _NO_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
@@ -251,8 +254,11 @@ def _copy(src: str, dst: int, at: int) -> None:
         os.close(fd)
 
 
-def _write_hdu(p: ZPlan, i: int, chunks: Sequence[ChunkTiles], fd: int, at: int) -> int:
-    """Write HDU ``i`` at byte ``at``; return where the next one starts."""
+def _write_hdu(
+    p: ZPlan, i: int, chunks: Sequence[ChunkTiles], fd: int, at: int, hold: bool = False
+) -> int:
+    """Write HDU ``i`` at byte ``at``, but for its first byte when ``hold`` (an append
+    writes that last); return where the next one starts."""
     hdu = p.hdus[i]
     if hdu.spec is None:
         head = summed_header(hdu.header, 0) if hdu.checksum else hdu.header
@@ -273,7 +279,7 @@ def _write_hdu(p: ZPlan, i: int, chunks: Sequence[ChunkTiles], fd: int, at: int)
         for ch, base in zip(chunks, bases, strict=True):
             datasum = add(datasum, place(ch.checksum, len(table) + base))
         head = summed_header(head, datasum)
-    pwrite_all(fd, memoryview(head + table), at)
+    pwrite_all(fd, memoryview(head + table)[int(hold) :], at + int(hold))
     start = at + len(head) + len(table)
     for k, base in enumerate(bases):
         _copy(scratch_name(p, i, k), fd, start + base)
@@ -296,11 +302,32 @@ def assemble(p: ZPlan, results: Sequence[Sequence[ChunkTiles]]) -> str:
     finally:
         os.close(fd)
     fitswriter.move_into_place(p)  # type: ignore[arg-type]
-    _remove_scratch(p)
+    remove_scratch(p)
     return p.target
 
 
-def _remove_scratch(p: ZPlan) -> None:
+def append_plan(target: str, link: str, hdus: Sequence[ZHDU], *, fsync: bool) -> ZPlan:
+    """The plan of compressed HDUs appended to ``target``; ``link`` (the append's own link to
+    the file) stands for the temporary file: chunk tasks write only while it exists."""
+    for hdu in hdus:
+        hdu.table_header(0, (0, 0))  # the caller's cards are checked before anything is written
+    return ZPlan(target, link, tuple(hdus), overwrite=True, fsync=fsync)
+
+
+def write_appended(p: ZPlan, results: Sequence[Sequence[ChunkTiles]], fd: int, at: int):
+    """Write the HDUs of an append at byte ``at`` of ``fd``, all but the first byte of the
+    first header; return ``(that byte, the new end)``. Removes the scratch files."""
+    try:
+        end = at
+        for i, chunks in enumerate(results):
+            end = _write_hdu(p, i, chunks, fd, end, hold=i == 0)
+        os.ftruncate(fd, end)
+    finally:
+        remove_scratch(p)
+    return b"X", end  # every table header begins with its XTENSION card
+
+
+def remove_scratch(p: ZPlan) -> None:
     pattern = glob.escape(p.temp[: -len(_SUFFIX)]) + "-*" + _SUFFIX
     for name in glob.glob(pattern):
         with contextlib.suppress(FileNotFoundError):
@@ -311,4 +338,4 @@ def abort(p: ZPlan) -> None:
     """Remove the temporary file, then every scratch file (in that order: see the module)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(p.temp)
-    _remove_scratch(p)
+    remove_scratch(p)
