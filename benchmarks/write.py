@@ -1,8 +1,9 @@
-"""Side-by-side timing of writing (and verifying) a big float64 image as FITS.
+"""Side-by-side timing of writing (and verifying) a big float64 (or float32) image as FITS.
 
     python benchmarks/write.py --size 2GiB [--runs 5] [--source memory|fits] [--tmpdir DIR]
     python benchmarks/write.py --appends 10000 [--tmpdir DIR]
     python benchmarks/write.py --only compress --size 512MiB [--runs 5]
+    python benchmarks/write.py --only compress --size 256MiB --dtype float32   # 8k x 8k
 
 Write tools: ``numpy-tofile`` (raw native bytes, no header, no flush: the bandwidth limit),
 ``tofile+fsync`` (the same, flushed), ``dfits`` (``dfits.to_fits`` of a dask array, checksum
@@ -15,8 +16,11 @@ layout, parsing nothing). Compress tools (``--only compress``, not run by defaul
 tiles of one image row, floats quantised at level 16 — ``dfits-rice`` (``dfits.to_fits(...,
 compression="RICE_1")``, SUBTRACTIVE_DITHER_2, checksum and fsync on), ``astropy-rice``
 (``CompImageHDU(a, compression_type="RICE_1").writeto``, SUBTRACTIVE_DITHER_1) and
-``fpack-rice`` (``fpack -r -q 16`` of the source FITS file: file to file, read included); the
-table adds the output's size.
+``fpack-rice`` (``fpack -r -q 16`` of the source FITS file: file to file, read included); and
+the same three with GZIP_1 tiles, floats quantised at level 16: ``dfits-gzip``
+(``compression="GZIP_1"``, deflate level 1 by default), ``astropy-gzip`` and ``fpack-gzip``
+(``fpack -g -q 16``; cfitsio deflates at level 1 too); the table adds the output's size.
+``--dtype float32`` writes a float32 image instead (``--size 256MiB``: 8192 x 8192).
 
 Methodology
 
@@ -53,7 +57,9 @@ import numpy as np
 WRITERS = ["numpy-tofile", "tofile+fsync", "dfits", "dfits-nosum", "dfits-nosync", "astropy"]
 WRITERS += ["fitsio"]
 VERIFIERS = ["dfits-verify", "astropy-verify", "LIMIT"]
-COMPRESSORS = ["dfits-rice", "astropy-rice", "fpack-rice"]
+COMPRESSORS = ["dfits-rice", "astropy-rice", "fpack-rice", "dfits-gzip", "astropy-gzip"]
+COMPRESSORS += ["fpack-gzip"]
+_ALGORITHM = {"rice": ("RICE_1", "-r"), "gzip": ("GZIP_1", "-g")}
 _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
@@ -73,17 +79,18 @@ def _peak() -> int:
 
 
 def _compress(tool: str, a: np.ndarray, x, out: str, src: str) -> None:
-    if tool == "dfits-rice":
+    name, flag = _ALGORITHM[tool.split("-")[1]]
+    if tool.startswith("dfits"):
         import dfits
 
-        dfits.to_fits(x, out, overwrite=True, compression="RICE_1", quantize_level=16)
-    elif tool == "astropy-rice":
+        dfits.to_fits(x, out, overwrite=True, compression=name, quantize_level=16)
+    elif tool.startswith("astropy"):
         from astropy.io import fits
 
-        hdu = fits.CompImageHDU(a, compression_type="RICE_1", quantize_level=16)
+        hdu = fits.CompImageHDU(a, compression_type=name, quantize_level=16)
         hdu.writeto(out, overwrite=True)
     else:
-        subprocess.run(["fpack", "-r", "-q", "16", "-O", out, src], check=True)
+        subprocess.run(["fpack", flag, "-q", "16", "-O", out, src], check=True)
 
 
 def _write(tool: str, a: np.ndarray, x, out: str, src: str = "") -> None:
@@ -159,11 +166,11 @@ def _worker(tool: str, source: str, path: str, out: str, fits_path: str) -> None
         start = time.perf_counter()
         result = _verify(tool, fits_path, kernel)
     else:
-        if tool != "fpack-rice":  # imports and kernels, untimed
+        if not tool.startswith("fpack"):  # imports and kernels, untimed
             _write(tool, small, da.from_array(small, chunks=(16, 64)), out)
             os.unlink(out)
         load = source == "memory" or not tool.startswith("dfits")
-        a = np.load(path) if load and tool != "fpack-rice" else None
+        a = np.load(path) if load and not tool.startswith("fpack") else None
         x = dfits.open(fits_path)[0].data if not load else None if a is None else da.from_array(a)
         start = time.perf_counter()
         _write(tool, a, x, out, fits_path)
@@ -187,12 +194,13 @@ def _table(title: str, times: dict, nbytes: int, sizes: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _prepare(folder: str, nbytes: int) -> tuple[str, str]:
+def _prepare(folder: str, nbytes: int, dtype: str = "float64") -> tuple[str, str]:
     import dfits
 
-    side = int(np.sqrt(nbytes // 8))
+    item = np.dtype(dtype).itemsize
+    side = int(np.sqrt(nbytes // item))
     path, fits_path = os.path.join(folder, "src.npy"), os.path.join(folder, "src.fits")
-    a = np.random.default_rng(0).random((nbytes // 8 // side, side))
+    a = np.random.default_rng(0).random((nbytes // item // side, side)).astype(dtype)
     np.save(path, a)
     dfits.to_fits(a, fits_path, overwrite=True)
     return path, fits_path
@@ -248,6 +256,7 @@ def main() -> None:
     parser.add_argument("--size", default="256MiB")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--source", choices=["memory", "fits"], default="memory")
+    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--only", choices=["write", "verify", "compress"], default=None)
     parser.add_argument("--appends", type=int, default=0, help="time N appends instead")
@@ -262,17 +271,18 @@ def main() -> None:
         return
     nbytes = _size(args.size)
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as folder:
-        path, fits_path = _prepare(folder, nbytes)
+        path, fits_path = _prepare(folder, nbytes, args.dtype)
         out = os.path.join(folder, "out.fits")
         size = os.path.getsize(path)
         if args.only == "compress":
             times = _rounds(COMPRESSORS, args, path, fits_path, out)
-            title = f"RICE_1 write {args.size} float64 ({args.source})"
+            title = f"RICE_1 and GZIP_1 write {args.size} {args.dtype} ({args.source})"
             print(_table(title, times, size, sizes=True), flush=True)
             return
         if args.only != "verify":
             times = _rounds(WRITERS, args, path, fits_path, out)
-            print(_table(f"write {args.size} float64 ({args.source})", times, size), flush=True)
+            title = f"write {args.size} {args.dtype} ({args.source})"
+            print(_table(title, times, size), flush=True)
         if args.only != "write":
             times = _rounds(VERIFIERS, args, path, fits_path, out)
             print(_table(f"verify {args.size}", times, os.path.getsize(fits_path)), flush=True)
