@@ -97,8 +97,11 @@ def _twiddles(
     base = _roots(n, sign, rows, np.array([start]))
     coarse = _roots(n, sign, rows, np.arange(-(-width // step), dtype=np.int64) * step)
     fine = _roots(n, sign, rows, np.arange(step, dtype=np.int64))
-    out = (base * coarse)[:, :, None] * fine[:, None, :]
-    return out.reshape(k1, -1)[:, :width].astype(ctype, copy=False)
+    # the block-sized product in the result's precision: float64 tables, then one rounding
+    # each (a complex64 block's twiddles would otherwise take twice its bytes, plus a copy)
+    coarse = (base * coarse).astype(ctype, copy=False)
+    out = coarse[:, :, None] * fine.astype(ctype, copy=False)[:, None, :]
+    return out.reshape(k1, -1)[:, :width]
 
 
 def columns(

@@ -255,8 +255,8 @@ def plan_disk(
     (1048576, 2048, 2048, 4, 32768)
     """
     block = 1 << max(4, (memory // (threads * HELD_BLOCKS)).bit_length() - 1)
-    # at least one block per thread, or the passes would leave threads idle
-    block = max(16, min(block, 1 << max(4, (n * itemsize // threads).bit_length() - 1)))
+    # at least two blocks per thread, or the passes would leave threads idle
+    block = max(16, min(block, 1 << max(4, (n * itemsize // (2 * threads)).bit_length() - 1)))
     max_line = block // itemsize
     split = plan_length(n, max_line, chunked=True)
     if split.method != "sixstep":
