@@ -105,3 +105,37 @@ def test_a_decimated_quicklook_decodes_only_the_rows_it_shows(image, decodes):
     assert steps != (1, 1)
     # each tile holding a shown pixel decoded once, and no other
     assert sum(decodes) == _met(tuple(slice(None, None, s) for s in steps), tile) < tiles
+
+
+@pytest.fixture
+def groups(monkeypatch):
+    """Calls of the tile-by-tile path and of the one placement of a group."""
+    from dfits.tiles.reader import TileReader
+
+    calls = {"tile": 0, "place": 0}
+
+    def spy(owner, name, key):
+        real = getattr(owner, name)
+
+        def run(*args, **kwargs):
+            calls[key] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, run)
+
+    spy(TileReader, "_tile", "tile")
+    spy(tilegroup, "place_group", "place")
+    return calls
+
+
+@pytest.mark.parametrize("index", [(slice(3, 21), slice(5, 40)), (slice(30, 64), slice(60, 96))])
+def test_every_algorithms_stamp_decodes_as_one_group(image, index, decodes, groups):
+    path, tile, want = image
+    with dfits.open(path) as f:
+        got = f[1].section[index]
+        chunk = f[1].data[index].compute()
+    np.testing.assert_array_equal(got, want[index])
+    np.testing.assert_array_equal(chunk, want[index])
+    assert groups["tile"] == 0  # no tile went through the per-tile path
+    assert groups["place"] >= 1
+    assert sum(decodes) == 2 * _met(index, tile)  # the section's tiles, then the chunk's

@@ -23,6 +23,7 @@ from dfits.format.descriptors import Descriptors, concat_descriptors, read_descr
 __all__ = [
     "BATCH",
     "GAP",
+    "batches",
     "compact",
     "covering",
     "extent",
@@ -119,31 +120,50 @@ def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.nd
     return blob, starts
 
 
-def rice_batches(
-    source: Any, heap_offset: int, spans: np.ndarray, npix: np.ndarray, tiles: Any
-) -> tuple[np.ndarray | None, int, int]:
-    """Decode RICE_1 tiles (their ``spans``, ``npix`` values each) into one packed array,
+def batches(
+    source: Any, heap_offset: int, spans: np.ndarray, npix: np.ndarray, packed: np.ndarray, decode
+) -> bool:
+    """Decode tiles (their ``spans``, ``npix`` values each) into the packed array ``packed``,
     reading their compressed bytes :data:`BATCH` at a time: a task then holds its decoded
     chunk and one batch of compressed bytes, not the whole chunk's compressed bytes too.
 
-    Returns ``(packed, -1, 0)``, or ``(None, t, status)`` for the first tile that fails.
+    ``decode(blob, starts, counts, npix, out, first)`` decodes one batch (tiles ``first``
+    on) and returns False on failure, which stops here and is returned.
     """
-    from dfits.kernels import tilegroup
-
     ends = np.cumsum(spans[:, 0])
     cuts = np.flatnonzero(np.diff(ends // BATCH)) + 1
     bounds = [0, *cuts.tolist(), len(spans)]
     firsts = np.concatenate(([0], np.cumsum(npix)))
-    packed = np.empty(int(firsts[-1]), tilegroup.PACKED[tiles.bytepix])
     for a, b in itertools.pairwise(bounds):
         blob, starts = fetch_spans(source, heap_offset, spans[a:b])
+        out = packed[firsts[a] : firsts[b]]
+        if not decode(blob, starts, spans[a:b, 0], npix[a:b], out, a):
+            return False
+    return True
+
+
+def rice_batches(
+    source: Any, heap_offset: int, spans: np.ndarray, npix: np.ndarray, tiles: Any
+) -> tuple[np.ndarray | None, int, int]:
+    """Decode RICE_1 tiles into one packed array, :func:`batches` at a time, one Numba call
+    per batch. Returns ``(packed, -1, 0)``, or ``(None, t, status)`` for the first tile
+    that fails."""
+    from dfits.kernels import tilegroup
+
+    packed = np.empty(int(npix.sum()), tilegroup.PACKED[tiles.bytepix])
+    failed: list[tuple[int, int]] = []
+
+    def decode(blob, starts, counts, n, out, first) -> bool:
         got, bad, status = tilegroup.rice_group(
-            blob, starts, spans[a:b, 0], npix[a:b], tiles.blocksize, tiles.bytepix,
-            out=packed[firsts[a] : firsts[b]],
-        )  # fmt: skip
+            blob, starts, counts, n, tiles.blocksize, tiles.bytepix, out=out
+        )
         if got is None:
-            return None, a + bad, status
-    return packed, -1, 0
+            failed.append((first + bad, status))
+        return got is not None
+
+    if batches(source, heap_offset, spans, npix, packed, decode):
+        return packed, -1, 0
+    return None, *failed[0]
 
 
 def read_ranges(source: Any, ranges: list[tuple[int, int]]) -> list[Any]:

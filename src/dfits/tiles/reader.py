@@ -31,6 +31,7 @@ from dfits.format.descriptors import Descriptors
 from dfits.stored.stored import StoredChunk
 from dfits.tiles.places import (
     GAP,
+    batches,
     compact,
     covering,
     extent,
@@ -124,23 +125,29 @@ class TileReader:
             out = np.empty(counts, stored)
             blobs = self._fetch(index)
             for k, row in enumerate(rows.tolist()):
-                self._decode_into(row, index, k, blobs[k], region, out)
+                values, place = self._tile(row, index, k, blobs[k])
+                src, dst = _overlap(place, region)
+                out[dst] = values[src]
         if self.raw:
             return out
         return StoredChunk(out.view(f"u{out.itemsize}"), self.spec)
 
     def _group(self, rows: np.ndarray, index: Descriptors, region: tuple[slice, ...]):
-        """Fetch and decode every tile with array arithmetic and one Numba call (RICE_1
-        tiles wholly inside the region, all in COMPRESSED_DATA: what default chunks hold):
-        per-tile Python would cost more than the decoding. Returns ``(packed, shapes,
-        firsts, quant)`` for :func:`~dfits.kernels.tilegroup.place_group` (``quant`` None
-        unless quantised), or None when not possible."""
+        """Fetch and decode every tile into one packed array (tiles wholly inside the region,
+        all in COMPRESSED_DATA: what default chunks and stamps' covers hold), placed (and
+        dequantised) later by one Numba call: per-tile Python would cost more than the
+        decoding. RICE_1 decodes in one Numba call per batch, the other algorithms tile by
+        tile into the packed array. Returns ``(packed, shapes, firsts, quant)`` for
+        :func:`~dfits.kernels.tilegroup.place_group` (``quant`` None unless quantised), or
+        None when not possible."""
         tiles = self.tiles
-        if tiles.algorithm != "RICE_1" or tiles.bytepix not in (1, 2, 4) or len(rows) < 2:
+        if len(rows) < 2 or (tiles.algorithm == "RICE_1" and tiles.bytepix not in (1, 2, 4)):
             return None
         spans = index.spans["COMPRESSED_DATA"]
         if not (spans[:, 0] > 0).all():
             return None  # fallback columns: tile by tile
+        if "ZBLANK" in index.values and tiles.zbitpix > 0 and self.spec.blank is not None:
+            return None  # integer tiles whose blanks may need rewriting: tile by tile
         tile, shape = np.array(tiles.tile), np.array(tiles.shape)
         lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tile
         hi = np.minimum(lo + tile, shape)
@@ -148,14 +155,43 @@ class TileReader:
         if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
             return None
         npix = (hi - lo).prod(axis=1)
-        packed, bad, status = rice_batches(self.source, self.heap_offset, spans, npix, tiles)
-        if packed is None:
-            reason = "ends before its last pixel" if status == -1 else "has unused bytes"
-            raise self._error(
-                int(rows[bad]), int(spans[bad, 0]), int(spans[bad, 1]), f"the Rice stream {reason}"
-            )
+        if tiles.algorithm != "RICE_1":
+            packed = self._decode_group(rows, spans, npix, hi - lo)
+        else:
+            packed, bad, status = rice_batches(self.source, self.heap_offset, spans, npix, tiles)
+            if packed is None:
+                reason = "ends before its last pixel" if status == -1 else "has unused bytes"
+                raise self._error(int(rows[bad]), int(spans[bad, 0]), int(spans[bad, 1]),
+                                  f"the Rice stream {reason}")  # fmt: skip
         quant = self._quantisation(rows, index) if tiles.dither is not None else None
         return packed, hi - lo, lo - start, quant
+
+    def _decode_group(self, rows, spans, npix, sizes) -> np.ndarray:
+        """Tiles of any algorithm but RICE_1 decoded one after another into one packed array
+        of native values (quantised: 32-bit integers)."""
+        from dfits.kernels import codecs
+
+        tiles = self.tiles
+        codec = codecs.Codec(tiles.algorithm, tiles.zbitpix, tiles.blocksize, tiles.bytepix,
+                             tiles.dither is not None, tiles.smooth)  # fmt: skip
+        stored = np.dtype(np.int32) if tiles.dither is not None else self.spec.stored
+        packed = np.empty(int(npix.sum()), stored)
+
+        def decode(blob, starts, counts, n, out, first) -> bool:
+            pos = 0
+            for t in range(len(starts)):
+                data = blob[starts[t] : starts[t] + counts[t]]
+                try:
+                    values = codecs.decode_tile(codec, data, int(n[t]), tuple(sizes[first + t]))
+                except codecs.TileError as err:
+                    row, offset = int(rows[first + t]), int(spans[first + t, 1])
+                    raise self._error(row, int(counts[t]), offset, str(err)) from err
+                out[pos : pos + n[t]] = values[: n[t]]
+                pos += n[t]
+            return True
+
+        batches(self.source, self.heap_offset, spans, npix, packed, decode)
+        return packed
 
     def _fusable(self) -> bool:
         """True when reductions may run on the quantised integers: physical values are the
@@ -218,11 +254,6 @@ class TileReader:
                 rel = self.heap_offset + offset - start
                 out[k] = (placed[k][0], offset, buf[rel : rel + count])
         return out
-
-    def _decode_into(self, row: int, index: Descriptors, k: int, blob, region, out) -> None:
-        values, place = self._tile(row, index, k, blob)
-        src, dst = _overlap(place, region)
-        out[dst] = values[src]
 
     def _tile(self, row: int, index: Descriptors, k: int, blob) -> tuple[np.ndarray, tuple]:
         """Tile ``row`` (the ``k``-th of ``index``; ``blob`` from :meth:`_fetch`) decoded,
