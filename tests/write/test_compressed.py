@@ -209,8 +209,8 @@ def test_aligned_chunks_keep_their_size():
 
 def test_bad_choices_raise_before_writing(tmp_path):
     path = tmp_path / "x.fits"
-    with pytest.raises(dfits.UnsupportedError, match="HCOMPRESS_1"):
-        dfits.to_fits(np.ones((4, 4)), path, compression="HCOMPRESS_1")
+    with pytest.raises(dfits.UnsupportedError, match="LZW_1"):
+        dfits.to_fits(np.ones((4, 4)), path, compression="LZW_1")
     with pytest.raises(dfits.UnsupportedError, match="64-bit"):
         dfits.to_fits(np.ones((4, 4), "i8"), path, compression="RICE_1")
     with pytest.raises(dfits.UnsupportedError, match="quantisation"):
@@ -453,3 +453,39 @@ def test_failed_compressed_append_leaves_the_file(tmp_path):
     with pytest.raises(dfits.errors.OptionError, match="compression_level"):
         dfits.append(path, bad, compression="RICE_1", compression_level=3)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "uint16", "uint8", "float32"])
+def test_hcompress_reads_back_alike(tmp_path, dtype):
+    values = _values(dtype, (37, 53))
+    path = tmp_path / "h.fits"
+    dfits.to_fits(da.from_array(values, chunks=(20, 53)), path, compression="HCOMPRESS_1",
+                  dither_seed=3)  # fmt: skip
+    table = _table_header(path)
+    assert (table["ZCMPTYPE"], table["ZTILE2"], table["ZNAME1"]) == ("HCOMPRESS_1", 16, "SCALE")
+    got = _check_file(path, values, lossless=values.dtype.kind != "f")
+    np.testing.assert_array_equal(_funpack(path)[0], _as_cfitsio(got))
+
+
+def test_hcompress_lossy_scale_and_tiles(tmp_path):
+    values = _values("int32", (40, 64))
+    path = tmp_path / "h.fits"
+    dfits.to_fits(values, path, compression="HCOMPRESS_1", hcompress_scale=8,
+                  tile_shape=(12, 30))  # fmt: skip
+    astropy_values, dfits_values = _read_back(path)
+    np.testing.assert_array_equal(dfits_values, astropy_values)
+    np.testing.assert_array_equal(_funpack(path)[0], dfits_values)
+    assert 0 < np.abs(dfits_values - values).max() <= 8 * 4  # lossy, near
+    # the default tile grows past 16 rows rather than leave a last tile of one row
+    dfits.to_fits(values[:33], tmp_path / "d.fits", compression="HCOMPRESS_1")
+    assert _table_header(tmp_path / "d.fits")["ZTILE2"] == 17
+    _check_file(tmp_path / "d.fits", values[:33], lossless=True)
+    image, cube = np.ones((40, 64), "i2"), np.ones((4, 4, 4), "i2")
+    for bad in [(2, 2, 4), (13, 30), (1, 64)]:  # 3-D; a last tile of 1 row; 1-D tiles
+        with pytest.raises(dfits.errors.OptionError, match="tile_shape"):
+            dfits.to_fits(cube if len(bad) == 3 else image, tmp_path / "x.fits",
+                          compression="HCOMPRESS_1", tile_shape=bad)  # fmt: skip
+    with pytest.raises(dfits.UnsupportedError, match="2-D"):
+        dfits.to_fits(np.ones(10, "i2"), tmp_path / "x.fits", compression="HCOMPRESS_1")
+    with pytest.raises(dfits.errors.OptionError, match="hcompress_scale -1"):
+        dfits.to_fits(values, tmp_path / "x.fits", compression="HCOMPRESS_1", hcompress_scale=-1)

@@ -31,7 +31,7 @@ __all__ = ["COMPRESSIONS", "NULL_VALUE", "TileSpec", "parse_compression", "table
            "table_rows"]  # fmt: skip
 
 #: The algorithms dfits writes.
-COMPRESSIONS = ("RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "NOCOMPRESS")
+COMPRESSIONS = ("RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "HCOMPRESS_1", "NOCOMPRESS")
 #: The stored integer of a NaN in quantised float tiles (cfitsio's, written as ZBLANK).
 NULL_VALUE = -2147483647
 _MAX_DESCRIPTOR = 2**31 - 1
@@ -67,6 +67,8 @@ class TileSpec:
         The deflate level of GZIP_1/GZIP_2 tiles and of the exact float tiles (1..9; 1:
         cfitsio's and fpack's ``Z_BEST_SPEED``). The file does not record it: any reader
         inflates any level.
+    hscale : int
+        HCOMPRESS_1's digitisation scale of the H-transform's coefficients (0: lossless).
     """
 
     algorithm: str
@@ -78,6 +80,7 @@ class TileSpec:
     dither0: int = 1
     blocksize: int = 32
     gzip_level: int = 1
+    hscale: int = 0
 
     @property
     def quantised(self) -> bool:
@@ -98,7 +101,14 @@ class TileSpec:
         return 4 if self.quantised else abs(self.storage.bitpix) // 8
 
 
-def _tile_shape(shape: tuple[int, ...], tile: Any, what: str) -> tuple[int, ...]:
+def _tile_shape(shape: tuple[int, ...], tile: Any, what: str, algorithm: str) -> tuple[int, ...]:
+    if tile is None and algorithm == "HCOMPRESS_1" and len(shape) > 1:
+        # fpack's default for HCOMPRESS: 16 rows (all of a shorter image), one more while the
+        # last tile would be one row (a 1-D tile, which astropy cannot decode)
+        rows = min(16, shape[-2])
+        while shape[-2] % rows == 1:
+            rows += 1
+        return (1,) * (len(shape) - 2) + (rows, shape[-1])
     if tile is None:
         # fpack's and astropy's default: one image row per tile
         return (1,) * (len(shape) - 1) + shape[-1:]
@@ -112,7 +122,7 @@ def parse_compression(
     shape: tuple[int, ...], storage: Storage, what: str, *, compression: str,
     tile_shape: Any = None, quantize_level: float = 16.0,
     quantize_method: str = "SUBTRACTIVE_DITHER_2", dither_seed: int = 1,
-    compression_level: int | None = None, rice_blocksize: int = 32,
+    compression_level: int | None = None, rice_blocksize: int = 32, hcompress_scale: int = 0,
 ) -> TileSpec:  # fmt: skip
     """The :class:`TileSpec` of an image, or the reason it cannot be written so.
 
@@ -140,15 +150,18 @@ def parse_compression(
         raise OptionError(f"{what}: quantize_method {quantize_method!r}: one of {QUANTIZE_METHODS}")
     if isinstance(dither_seed, bool) or not 1 <= int(dither_seed) <= 10000:
         raise OptionError(f"{what}: dither_seed {dither_seed!r} must be in 1..10000")
-    spec = TileSpec(algorithm, tuple(shape), _tile_shape(tuple(shape), tile_shape, what),
+    spec = TileSpec(algorithm, tuple(shape), _tile_shape(tuple(shape), tile_shape, what, algorithm),
                     storage, level, method, int(dither_seed),
                     _blocksize(algorithm, rice_blocksize, what),
-                    _gzip_level(algorithm, compression_level, what))  # fmt: skip
+                    _gzip_level(algorithm, compression_level, what),
+                    _hscale(algorithm, hcompress_scale, what))  # fmt: skip
     if algorithm == "PLIO_1" and not 0 < storage.bitpix < 64:
         raise UnsupportedError(
             f"{what}: PLIO_1 codes integers of 8 to 32 bits (values 0..2**24-1), not "
             f"BITPIX {storage.bitpix}; use RICE_1 or GZIP_1/2"
         )
+    if algorithm == "HCOMPRESS_1":
+        _check_hcompress(spec, what)
     if algorithm == "RICE_1" and storage.bitpix == 64:
         raise UnsupportedError(f"{what}: RICE_1 does not encode 64-bit integers; use GZIP_1/2")
     if algorithm == "RICE_1" and storage.bitpix < 0 and level == 0:
@@ -165,6 +178,28 @@ def _gzip_level(algorithm: str, level: Any, what: str) -> int:
     if isinstance(level, bool) or not isinstance(level, int | np.integer) or not 1 <= level <= 9:
         raise OptionError(f"{what}: compression_level {level!r} must be an integer in 1..9")
     return int(level)
+
+
+def _hscale(algorithm: str, scale: Any, what: str) -> int:
+    if isinstance(scale, bool) or not isinstance(scale, int | np.integer) or scale < 0:
+        raise OptionError(f"{what}: hcompress_scale {scale!r} must be an integer >= 0")
+    if scale and algorithm != "HCOMPRESS_1":
+        raise OptionError(f"{what}: hcompress_scale applies to HCOMPRESS_1 only, not {algorithm}")
+    return int(scale)
+
+
+def _check_hcompress(spec: TileSpec, what: str) -> None:
+    if spec.storage.bitpix == 64:
+        raise UnsupportedError(f"{what}: HCOMPRESS_1 does not encode 64-bit integers")
+    if len(spec.shape) < 2 or min(spec.shape[-2:]) < 2:
+        raise UnsupportedError(f"{what}: HCOMPRESS_1 codes 2-D tiles: not a {spec.shape} image")
+    # every tile, the edge ones too, must be 2-D (astropy decodes no other)
+    last = [n % t or t for n, t in zip(spec.shape[-2:], spec.tile[-2:], strict=True)]
+    if any(t > 1 for t in spec.tile[:-2]) or min(spec.tile[-2:]) < 2 or min(last) < 2:
+        raise OptionError(
+            f"{what}: tile_shape {spec.tile}: HCOMPRESS_1 tiles are 2-D: only the last two "
+            "axes longer than 1, and every tile (the edge ones too) at least 2 along both"
+        )
 
 
 def _blocksize(algorithm: str, blocksize: Any, what: str) -> int:
@@ -216,6 +251,9 @@ def table_header(
     if spec.algorithm == "RICE_1":
         head += [("ZNAME1", "BLOCKSIZE"), ("ZVAL1", spec.blocksize), ("ZNAME2", "BYTEPIX"),
                  ("ZVAL2", spec.bytepix)]  # fmt: skip
+    if spec.algorithm == "HCOMPRESS_1":
+        head += [("ZNAME1", "SCALE"), ("ZVAL1", float(spec.hscale)), ("ZNAME2", "SMOOTH"),
+                 ("ZVAL2", 0)]  # fmt: skip
     if spec.quantised:
         method = {v: k for k, v in QUANTIZE_METHODS.items()}[spec.method]
         head += [("ZQUANTIZ", method), ("ZDITHER0", spec.dither0), ("ZBLANK", NULL_VALUE)]

@@ -25,6 +25,7 @@ from dfits.format.ztable import TileSpec
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 from dfits.kernels.dequantize import random_table
+from dfits.kernels.hencode import hcompress_encode
 from dfits.kernels.plioencode import plio_encode
 
 __all__ = ["encode_tile", "noise3", "quantize_tile"]
@@ -139,13 +140,17 @@ def _gzip(raw: bytes, level: int) -> bytes:
     return z.compress(raw) + z.flush()
 
 
-def _compress(spec: TileSpec, stored: np.ndarray) -> bytes:
-    """Compressed bytes of stored values (signed native integers, or floats)."""
+def _compress(spec: TileSpec, stored: np.ndarray, width: int) -> bytes:
+    """Compressed bytes of stored values (signed native integers, or floats; 1-D, the
+    tile's rows of ``width`` values one after the other)."""
     algorithm = spec.algorithm
     if algorithm == "RICE_1":
         import imagecodecs
 
         return bytes(imagecodecs.rcomp_encode(stored, nblock=spec.blocksize))
+    if algorithm == "HCOMPRESS_1":
+        # 2-D tiles (leading axes of length 1): rows of the tile's last axis
+        return hcompress_encode(stored.reshape(-1, width), spec.hscale)
     if algorithm == "PLIO_1":
         # big-endian words, as the standard stores a 1PI column
         return plio_encode(stored).astype(">i2").tobytes()
@@ -172,10 +177,10 @@ def _stored_integers(spec: TileSpec, values: np.ndarray) -> np.ndarray:
 def encode_tile(spec: TileSpec, values: np.ndarray, row: int) -> tuple[bytes, bytes, float, float]:
     """``(compressed, fallback, zscale, zzero)`` of the tile in table row ``row``."""
     if spec.storage.bitpix > 0:
-        return _compress(spec, _stored_integers(spec, values)), b"", 0.0, 0.0
+        return _compress(spec, _stored_integers(spec, values), values.shape[-1]), b"", 0.0, 0.0
     x = np.ascontiguousarray(values, dtype=spec.storage.native)
     if not spec.quantised:
-        return _compress(spec, x.reshape(-1)), b"", 0.0, 0.0
+        return _compress(spec, x.reshape(-1), x.shape[-1]), b"", 0.0, 0.0
     scaling = _scaling(x, spec.level)
     if scaling is None:
         # an unquantisable tile is stored exact, big-endian as the standard says
@@ -183,4 +188,4 @@ def encode_tile(spec: TileSpec, values: np.ndarray, row: int) -> tuple[bytes, by
         return b"", _gzip(exact, spec.gzip_level), 0.0, 0.0
     scale, zero = scaling
     q = quantize_tile(x.reshape(-1), scale, zero, spec.method, row, spec.dither0)
-    return _compress(spec, q), b"", scale, zero
+    return _compress(spec, q, x.shape[-1]), b"", scale, zero

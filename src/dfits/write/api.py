@@ -130,6 +130,7 @@ def write_items(
     dither_seed: int | None = None,
     compression_level: int | None = None,
     rice_blocksize: int = 32,
+    hcompress_scale: int = 0,
 ) -> Any:
     """Write ``items`` (the first as the primary HDU when ``primary``) with the options of
     :func:`to_fits`: plain or quantised images, or tile-compressed ones."""
@@ -144,7 +145,8 @@ def write_items(
             items, path, compression=compression, tile_shape=tile_shape,
             quantize_level=quantize_level, quantize_method=quantize_method,
             dither_seed=dither_seed, compression_level=compression_level,
-            rice_blocksize=rice_blocksize, overwrite=overwrite, checksum=checksum,
+            rice_blocksize=rice_blocksize, hcompress_scale=hcompress_scale,
+            overwrite=overwrite, checksum=checksum,
             compute=compute, fsync=fsync,
         )  # fmt: skip
     return write_images(
@@ -209,6 +211,7 @@ def to_fits(
     dither_seed: int | None = None,
     compression_level: int | None = None,
     rice_blocksize: int = 32,
+    hcompress_scale: int = 0,
 ) -> Any:
     """Write arrays, DataArrays or Datasets to a FITS file, in parallel and atomically.
 
@@ -245,7 +248,7 @@ def to_fits(
         The scaling (with ``bitpix`` only).
     blank : int, optional
         The stored value of NaN (default: the type's minimum; 255 for BITPIX 8).
-    compression : {"RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "NOCOMPRESS"}, optional
+    compression : {"RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "HCOMPRESS_1", "NOCOMPRESS"}, optional
         Write every image tile-compressed (a ``ZIMAGE`` binary table extension after an empty
         primary HDU, as fpack and astropy's ``CompImageHDU``): the chunk tasks compress their
         tiles in parallel. Integers are lossless; floats are quantised per tile (RICE_1
@@ -268,6 +271,9 @@ def to_fits(
         (smallest). Other algorithms raise :class:`~dfits.errors.OptionError`.
     rice_blocksize : {32, 16}
         RICE_1: pixels per coding block (ZVAL1 of BLOCKSIZE; 32 as fpack and astropy).
+    hcompress_scale : int
+        HCOMPRESS_1: the digitisation scale of the H-transform's coefficients (0, default:
+        lossless; larger: lossy and smaller), as cfitsio's absolute scale.
 
     Returns
     -------
@@ -287,6 +293,7 @@ def to_fits(
         compression=compression, tile_shape=tile_shape, quantize_level=quantize_level,
         quantize_method=quantize_method, dither_seed=dither_seed,
         compression_level=compression_level, rice_blocksize=rice_blocksize,
+        hcompress_scale=hcompress_scale,
     )  # fmt: skip
 
 
@@ -309,6 +316,7 @@ def append(
     dither_seed: int | None = None,
     compression_level: int | None = None,
     rice_blocksize: int = 32,
+    hcompress_scale: int = 0,
 ) -> str:
     """Append arrays, DataArrays or Datasets to a FITS file as IMAGE extensions, in place.
 
@@ -336,8 +344,8 @@ def append(
     compression, tile_shape, quantize_level, quantize_method, dither_seed
         Append tile-compressed images (``ZIMAGE`` binary tables), as :func:`to_fits` writes
         them; the chunk tasks compress into scratch files, then the tables and heaps are
-        written after the old end, the headers' first byte last. ``compression_level`` and
-        ``rice_blocksize`` too.
+        written after the old end, the headers' first byte last. ``compression_level``,
+        ``rice_blocksize`` and ``hcompress_scale`` too.
 
     Returns
     -------
@@ -357,6 +365,7 @@ def append(
             compression, tile_shape=tile_shape, quantize_level=quantize_level,
             quantize_method=quantize_method, dither_seed=dither_seed,
             compression_level=compression_level, rice_blocksize=rice_blocksize,
+            hcompress_scale=hcompress_scale,
         ),
     )  # fmt: skip
 

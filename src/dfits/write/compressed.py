@@ -189,6 +189,7 @@ def write_compressed(
     dither_seed: int | None = None,
     compression_level: int | None = None,
     rice_blocksize: int = 32,
+    hcompress_scale: int = 0,
     overwrite: bool = False,
     checksum: bool = True,
     compute: bool = True,
@@ -206,7 +207,8 @@ def write_compressed(
     options = _options({"compression": compression, "tile_shape": tile_shape,
                         "quantize_level": quantize_level, "quantize_method": quantize_method,
                         "dither_seed": dither_seed, "compression_level": compression_level,
-                        "rice_blocksize": rice_blocksize})  # fmt: skip
+                        "rice_blocksize": rice_blocksize,
+                        "hcompress_scale": hcompress_scale})  # fmt: skip
     hdus, arrays = _hdus(items, target, checksum, options)
     p = tilewriter.plan(target, hdus, overwrite=overwrite, fsync=fsync)
     ready = delayed(tilewriter.create, pure=False)(p)
