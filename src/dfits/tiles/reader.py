@@ -103,10 +103,15 @@ class TileReader:
             pending = QuantisedTiles(*group, counts, self.spec)
             return StoredChunk(None, self.spec, pending)
         stored = self.spec.stored
-        if group is not None and cover == region and in_order(group, counts, stored):
-            # the decoded tiles already lie one after another in the chunk's C order (row
-            # tiles, whole planes): the packed array is the chunk, and no copy is made
-            out = group[0].reshape(counts)
+        cut = tuple(
+            slice(r.start - c.start, r.stop - c.start) for r, c in zip(region, cover, strict=True)
+        )
+        if group is not None and in_order(group, extent(cover), stored):
+            # the decoded tiles already lie one after another in the C order of the chunk
+            # (or of a stamp's cover: row tiles, whole planes): no placing pass, and for a
+            # chunk no copy at all
+            out = group[0].reshape(extent(cover))
+            out = out if cover == region else out[cut].copy()
         elif group is not None:
             from dfits.kernels import tilegroup
 
@@ -115,12 +120,7 @@ class TileReader:
             whole = out if cover == region else np.empty(extent(cover), stored)
             tilegroup.place_group(packed, whole, shapes, firsts, quant)
             if whole is not out:
-                out[...] = whole[
-                    tuple(
-                        slice(r.start - c.start, r.stop - c.start)
-                        for r, c in zip(region, cover, strict=True)
-                    )
-                ]
+                out[...] = whole[cut]
         else:
             out = np.empty(counts, stored)
             blobs = self._fetch(index)
