@@ -339,7 +339,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="a .zarr group, or a FITS file")
     p.add_argument(
         "--compression",
-        choices=["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"],
+        choices=["RICE_1", "GZIP_1", "GZIP_2", "PLIO_1", "HCOMPRESS_1", "NOCOMPRESS"],
         help="write the FITS output tile-compressed (row tiles; floats quantised, level 16)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
