@@ -124,9 +124,26 @@ class Section:
             view, spec = self._region(index)
             if spec is None:
                 return view
+            if isinstance(view, np.ndarray) and _as_stored(spec, view):
+                # decoded tiles in native order, no scaling: the values are the bits as
+                # they stand, so a copy is the decode (and no kernel is loaded for it)
+                return np.array(view, order="C").view(spec.physical)
         if not isinstance(view, np.ndarray):
             return kernels.decode(np.asarray(view).reshape(1), spec)[0]
         return kernels.decode(view, spec)
+
+
+def _as_stored(spec: Any, view: np.ndarray) -> bool:
+    """True when decoding ``view`` with ``spec`` only reinterprets its bits: native order,
+    no BSCALE/BZERO/BLANK, the physical type of the stored width."""
+    return (
+        spec.byteorder == "="
+        and spec.mode == "raw"
+        and getattr(spec, "error", None) is None
+        and np.dtype(spec.physical).itemsize == view.itemsize
+        and (spec.bitpix > 0) == (np.dtype(spec.physical).kind in "iu")
+        and np.dtype(spec.physical).byteorder in "=|"
+    )
 
 
 def _picks(bound: tuple, rel: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:

@@ -171,3 +171,30 @@ def test_a_row_tile_stamp_costs_two_reads_one_decode_call_and_no_placing(tmp_pat
                 section[y : y + 64, x : x + 64], data[y : y + 64, x : x + 64]
             )
     assert calls == {"ranges": 6, "group": 3, "place": 0}
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_a_stamp_of_unscaled_values_loads_no_decode_kernel(tmp_path, monkeypatch, scaled):
+    """Decoded tiles are native: unless BSCALE/BZERO/BLANK apply, a stamp is a copy of
+    them, and no decode kernel is called (or loaded, in a fresh process)."""
+    import dfits.kernels as decoding
+
+    data = np.random.default_rng(2).normal(0, 30, (64, 128)).astype("i2")
+    hdu = fits.CompImageHDU(data, compression_type="RICE_1")
+    if scaled:
+        hdu.header["BZERO"] = 10.0
+    path = tmp_path / "s.fits"
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    calls = []
+    real = decoding.decode
+    monkeypatch.setattr(decoding, "decode", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with dfits.open(path) as f:
+        got = f[1].section[5:40:2, 3:70]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = fits.getdata(path, 1)[5:40:2, 3:70]
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+    assert got.flags.c_contiguous
+    assert got.flags.writeable
+    assert len(calls) == (1 if scaled else 0)
