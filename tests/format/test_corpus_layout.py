@@ -128,7 +128,12 @@ def test_corpus_file_matches_astropy(corpus, name):
             if kind == "bintable" and theirs.header.get("ZIMAGE") is True:
                 kind = "compressed_image"
             assert ours.kind == kind
-            assert (ours.name, ours.ver) == (theirs.name, theirs.ver)
+            name = theirs.name
+            if kind == "compressed_image":
+                # the image's name, as astropy's CompImageHDU gives it (issue 46)
+                with fits.open(path, memmap=False) as images:
+                    name = images[ours.index].name
+            assert (ours.name, ours.ver) == (name, theirs.ver)
             if kind in ("primary", "image"):
                 assert ours.shape == theirs.shape
 
