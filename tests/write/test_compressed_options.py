@@ -179,6 +179,7 @@ def test_hcompress_lossy_scale_and_tiles(tmp_path):
     np.testing.assert_array_equal(dfits_values, astropy_values)
     np.testing.assert_array_equal(funpack(path)[0], dfits_values)
     assert 0 < np.abs(dfits_values - values).max() <= 8 * 4  # lossy, near
+    assert table_header(path)["ZVAL1"] == -8.0  # absolute, in cfitsio's sign convention
     # the default tile grows past 16 rows rather than leave a last tile of one row
     dfits.to_fits(values[:33], tmp_path / "d.fits", compression="HCOMPRESS_1")
     assert table_header(tmp_path / "d.fits")["ZTILE2"] == 17

@@ -252,7 +252,8 @@ def table_header(
         head += [("ZNAME1", "BLOCKSIZE"), ("ZVAL1", spec.blocksize), ("ZNAME2", "BYTEPIX"),
                  ("ZVAL2", spec.bytepix)]  # fmt: skip
     if spec.algorithm == "HCOMPRESS_1":
-        head += [("ZNAME1", "SCALE"), ("ZVAL1", float(spec.hscale)), ("ZNAME2", "SMOOTH"),
+        # cfitsio's sign: a negative SCALE is absolute (a positive one is × the tile's noise)
+        head += [("ZNAME1", "SCALE"), ("ZVAL1", -float(spec.hscale)), ("ZNAME2", "SMOOTH"),
                  ("ZVAL2", 0)]  # fmt: skip
     if spec.quantised:
         method = {v: k for k, v in QUANTIZE_METHODS.items()}[spec.method]

@@ -273,7 +273,7 @@ def to_fits(
         RICE_1: pixels per coding block (ZVAL1 of BLOCKSIZE; 32 as fpack and astropy).
     hcompress_scale : int
         HCOMPRESS_1: the digitisation scale of the H-transform's coefficients (0, default:
-        lossless; larger: lossy and smaller), as cfitsio's absolute scale.
+        lossless; larger: lossy and smaller), an absolute scale (ZVAL1 = -scale, cfitsio's sign).
 
     Returns
     -------
