@@ -253,7 +253,7 @@ def table_header(
                  ("ZVAL2", spec.bytepix)]  # fmt: skip
     if spec.algorithm == "HCOMPRESS_1":
         # cfitsio's sign: a negative SCALE is absolute (a positive one is × the tile's noise)
-        head += [("ZNAME1", "SCALE"), ("ZVAL1", -float(spec.hscale)), ("ZNAME2", "SMOOTH"),
+        head += [("ZNAME1", "SCALE"), ("ZVAL1", -float(spec.hscale) or 0.0), ("ZNAME2", "SMOOTH"),
                  ("ZVAL2", 0)]  # fmt: skip
     if spec.quantised:
         method = {v: k for k, v in QUANTIZE_METHODS.items()}[spec.method]
