@@ -164,7 +164,8 @@ def run_child(cmd: list[str], cap: int | None, timeout: float | None) -> dict | 
             raise
         if proc.returncode:
             killed = " (killed: the cap's OOM killer?)" if proc.returncode == -9 else ""
-            raise RuntimeError(f"{cmd[-1]} exited {proc.returncode}{killed}: {err[-3000:]}")
+            what = " ".join(cmd[1:4])
+            raise RuntimeError(f"{what} exited {proc.returncode}{killed}: {err[-3000:]}")
         return json.loads(out.strip().splitlines()[-1])
 
 

@@ -222,7 +222,11 @@ def _one(method: str, log2n: int, plan, args, want) -> dict | None:
         cmd = [sys.executable, __file__, "--child", method, "--spec", json.dumps(spec)]
         cap = args.cap_bytes if method in harness.CAPPED else None
         timeout = args.timeout if method == "paging" else None
-        result = harness.run_child(cmd, cap, timeout)
+        try:
+            result = harness.run_child(cmd, cap, timeout)
+        except RuntimeError as error:  # one method killed under the cap: the others still run
+            print(error, file=sys.stderr)
+            return {"failed": str(error).split(":")[0]}
         if result is not None:
             result["error"] = _error(method, spec, want)
         return result
@@ -231,6 +235,8 @@ def _one(method: str, log2n: int, plan, args, want) -> dict | None:
 
 
 def _row(method: str, runs: list[dict | None], timeout: float) -> tuple[str, float | None]:
+    if any(r and "failed" in r for r in runs):
+        return f"  {method:12s} failed: {next(r['failed'] for r in runs if r)}", 0.0
     done = [r for r in runs if r is not None]
     if not done:
         return f"  {method:12s} > {timeout:9.1f} s (stopped: a lower bound)", None
@@ -268,8 +274,8 @@ def _size(log2n: int, args, bandwidth: float, latency: float) -> str:
         runs = []
         for _ in range(args.repeat):
             runs.append(_one(method, log2n, plan, args, want))
-            if runs[-1] is None:
-                break  # demand paging past the timeout: once is enough
+            if runs[-1] is None or "failed" in runs[-1]:
+                break  # demand paging past the timeout, or killed: once is enough
         line, medians[method] = _row(method, runs, args.timeout)
         lines.append(line)
     lines += _ratios(medians, args.timeout)
@@ -279,7 +285,7 @@ def _size(log2n: int, args, bandwidth: float, latency: float) -> str:
 def _ratios(medians: dict, timeout: float) -> list[str]:
     out = []
     dfits, paging = medians.get("dfits"), medians.get("paging", 0)
-    if dfits and "paging" in medians:
+    if dfits and "paging" in medians and paging != 0:
         bound = ">= " if paging is None else ""
         out.append(f"  dfits {bound}{(paging or timeout) / dfits:.1f}x faster than demand paging")
     if dfits and medians.get("floor"):
