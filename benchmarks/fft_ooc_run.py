@@ -91,8 +91,10 @@ def _dfits(spec: dict):
     block, scratch = spec["block"], spec["scratch"]
     pairs = dfits.open(spec["input"], chunks=(block // 8, 2))[0].data
     x = pairs[:, 0] + 1j * pairs[:, 1]
-    small = x[: 1 << 12].rechunk(1 << 9)  # imports, decode kernels, zarr's loop: before the cap
-    dfits.fft.fft(small, block_size=1 << 12, memory_limit=0, scratch=scratch).compute()
+    # imports, decode kernels, zarr and its event loop (the output's writer): before the cap
+    small = x[: 1 << 12].rechunk(1 << 9)
+    warm = dfits.fft.fft(small, block_size=1 << 12, memory_limit=0, scratch=scratch)
+    warm.to_zarr(os.path.join(scratch, "warm.zarr"), compressors=None)
     shutil.rmtree(scratch)
     os.mkdir(scratch)
 

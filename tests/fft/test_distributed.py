@@ -35,4 +35,4 @@ def test_six_step_and_scratch_transposes_on_a_process_cluster(client, tmp_path):
     want = np.fft.fft(values, axis=1)
     for got in dask.compute(in_memory, on_disk):
         check(got, want)
-    assert list((tmp_path / "scratch").glob("transpose-*.zarr"))
+    assert list((tmp_path / "scratch").glob("transpose-*.tiles"))

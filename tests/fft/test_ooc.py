@@ -58,7 +58,7 @@ def test_fft_under_a_16_mib_cap_equals_numpy(tmp_path):
     assert got.dtype == want.dtype == np.complex64
     assert rel_rms(got, want) <= TOLERANCE[want.dtype]
     # every store but the last was deleted once read; the last is the caller's
-    assert len(list((tmp_path / "scratch").glob("transpose-*.zarr"))) == 1
+    assert len(list((tmp_path / "scratch").glob("transpose-*.tiles"))) == 1
 
 
 @pytest.mark.skipif(WHY is not None, reason=f"no memory cgroup: {WHY}")

@@ -1,13 +1,14 @@
-"""The six-step's transposes: a dask rechunk in memory, or block I/O through a scratch zarr
-store when the array is bigger than the memory budget.
+"""The six-step's transposes: a dask rechunk in memory, or block I/O through a scratch store
+on disk when the array is bigger than the memory budget.
 
 A rechunk from row blocks to column blocks needs, at some moment, pieces of every input block;
 dask's threaded scheduler keeps them in memory, which is fine for arrays that fit and fatal
 for ones that do not. The scratch path is the Parallel Disk Model's transpose instead: every
-input block writes its tiles (the intersections of input and output blocks) into a zarr array
-whose chunks *are* those tiles, so no two tasks touch one zarr chunk, and every output block
-then reads whole tiles back. Each byte is written once and read once; memory is one block per
-thread. The output blocks depend on one barrier task that waits for all writes.
+input block writes its tiles (the intersections of input and output blocks) into one file that
+holds them one after another, each a contiguous byte range (``pwrite``), so no two tasks touch
+one byte, and every output block then reads whole tiles back (``pread``). Each byte is
+written once and read once; memory is one block per thread. The output blocks depend on one
+barrier task that waits for all writes.
 
 The scratch directory must be visible to every worker (a shared disk on a cluster). Stores are
 named by the dask token of their input and target chunks, so recomputing a graph rewrites the
@@ -21,7 +22,10 @@ one, removed at exit).
 from __future__ import annotations
 
 import atexit
+import contextlib
+import itertools
 import math
+import os
 import shutil
 import tempfile
 from functools import cache
@@ -68,7 +72,7 @@ def transpose(
     method: str | None = None,
     release: tuple[str, ...] = (),
 ) -> da.Array:
-    """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through scratch zarr.
+    """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through a scratch file.
 
     Parameters
     ----------
@@ -86,13 +90,13 @@ def transpose(
     release : tuple of str
         Earlier scratch stores (see :func:`store_path`) that every block of ``x`` has finished
         reading: deleted once this transpose has written its store. Only for stores read
-        solely on the way to ``x``, else a later reader would find them gone (loudly: the
-        metadata goes first, so a read raises instead of returning fill values).
+        solely on the way to ``x``, else a later reader would find them gone (loudly: opening
+        a deleted store raises).
     """
     target = x.rechunk(chunks, block_size_limit=block_bytes, method=method)
     if not goes_to_disk(x, target.chunks, memory_limit):
         return target
-    return _through_zarr(x, target.chunks, scratch_dir(scratch), release)
+    return _through_disk(x, target.chunks, scratch_dir(scratch), release)
 
 
 def goes_to_disk(x: da.Array, out_chunks: tuple, memory_limit: int) -> bool:
@@ -104,18 +108,20 @@ def store_path(x: da.Array, out_chunks: tuple, scratch: str | Path | None) -> st
     """Where the scratch store of ``x``'s transpose to ``out_chunks`` goes (two transposes of
     one input to different chunks must not share a store)."""
     token = tokenize(x.name, out_chunks)
-    return str(Path(scratch_dir(scratch)) / f"transpose-{token}.zarr")
+    return str(Path(scratch_dir(scratch)) / f"transpose-{token}.tiles")
 
 
-def _through_zarr(x: da.Array, out_chunks: tuple, directory: str, release: tuple) -> da.Array:
+def _through_disk(x: da.Array, out_chunks: tuple, directory: str, release: tuple) -> da.Array:
     tiles = tuple(_tile(a, b) for a, b in zip(x.chunks, out_chunks, strict=True))
     path = store_path(x, out_chunks, directory)
+    layout = {"shape": x.shape, "tiles": tiles, "dtype": x.dtype.str}
     # everything on disk happens in tasks: building the graph writes nothing
-    created = dask.delayed(_create, pure=True)(path, x.shape, tiles, x.dtype.str)
+    created = dask.delayed(_create, pure=True)(path, x.nbytes)
     written = x.map_blocks(
         _write,
         path=path,
         created=created,
+        layout=layout,
         chunks=tuple((1,) * len(c) for c in x.chunks),
         meta=np.empty((0,) * x.ndim, dtype=bool),
     )
@@ -125,52 +131,88 @@ def _through_zarr(x: da.Array, out_chunks: tuple, directory: str, release: tuple
         chunks=out_chunks,
         meta=np.empty((0,) * x.ndim, dtype=x.dtype),
         path=path,
+        layout=layout,
         written=dask.delayed(_all, pure=True)(written, release),
     )
 
 
-def _create(path: str, shape: tuple, tiles: tuple, dtype: str) -> str:
-    import zarr
-
-    # uncompressed: every tile is written once and read once, at disk speed
-    zarr.create_array(
-        store=path,
-        shape=shape,
-        chunks=tiles,
-        dtype=dtype,
-        compressors=None,
-        fill_value=0,
-        overwrite=True,
-    )
+def _create(path: str, nbytes: int) -> str:
+    # one sparse file of the array's size, tiles one after another in C order of the tile
+    # grid (see _tiles): each tile is one contiguous byte range, one request each way, and
+    # the store costs one inode (a file per tile cost a zarr call and a file's kernel memory
+    # per tile, and one unlink each to delete)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.truncate(nbytes)
     return path
 
 
-def _write(block: Any, path: str, created: str, block_info: dict | None = None) -> np.ndarray:
-    """Store one input block as whole tiles. No lock: input blocks cover whole tiles, so no
-    two tasks write one zarr chunk."""
-    import zarr
+def _tiles(region: tuple[slice, ...], layout: dict):
+    """``(slices in the array, byte offset)`` of each tile inside ``region`` (whole tiles).
 
+    Tile ``i`` (per axis: start ``s_k = i_k·t_k``, extent ``e_k``) starts after every tile
+    before it in C order: ``sum_k s_k · prod_{j<k} e_j · prod_{j>k} shape_j`` values.
+    """
+    shape, tiles = layout["shape"], layout["tiles"]
+    itemsize = np.dtype(layout["dtype"]).itemsize
+    starts = [range(r.start, r.stop, t) for r, t in zip(region, tiles, strict=True)]
+    for corner in itertools.product(*starts):
+        ext = [min(t, n - s) for s, t, n in zip(corner, tiles, shape, strict=True)]
+        offset = 0
+        for k, s in enumerate(corner):
+            offset += s * math.prod(ext[:k]) * math.prod(shape[k + 1 :])
+        yield tuple(slice(s, s + e) for s, e in zip(corner, ext, strict=True)), offset * itemsize
+
+
+def _local(tile: tuple[slice, ...], region: tuple[slice, ...]) -> tuple[slice, ...]:
+    return tuple(
+        slice(t.start - r.start, t.stop - r.start) for t, r in zip(tile, region, strict=True)
+    )
+
+
+def _write(
+    block: Any, path: str, created: str, layout: dict, block_info: dict | None = None
+) -> np.ndarray:
+    """Store one input block as whole tiles. No lock: input blocks cover whole tiles, so no
+    two tasks write one byte."""
     assert block_info is not None
     region = tuple(slice(s, e) for s, e in block_info[0]["array-location"])
-    zarr.open_array(created, mode="r+")[region] = np.asarray(block)
+    block = np.asarray(block)  # a dfits stored chunk decodes here, once
+    fd = os.open(created, os.O_WRONLY)
+    try:
+        for tile, offset in _tiles(region, layout):
+            data = np.ascontiguousarray(block[_local(tile, region)], dtype=layout["dtype"])
+            view = memoryview(data).cast("B")
+            while view:
+                done = os.pwrite(fd, view, offset)
+                view, offset = view[done:], offset + done
+    finally:
+        os.close(fd)
     return np.ones((1,) * len(region), dtype=bool)
 
 
 def _all(written: np.ndarray, release: tuple[str, ...] = ()) -> bool:
     """The barrier: every tile is written; the stores in ``release`` are no longer needed."""
     for store in release:
-        # metadata first: a reader that still came (a recomputed task) fails instead of
-        # reading zarr's fill value for chunks that are gone
-        Path(store, "zarr.json").unlink(missing_ok=True)
-        shutil.rmtree(store, ignore_errors=True)
+        # a reader that still came (a recomputed task) fails to open it: never stale bytes
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(store)
     return bool(np.all(written))
 
 
-def _read(path: str, written: bool, block_info: dict | None = None) -> np.ndarray:
+def _read(path: str, layout: dict, written: bool, block_info: dict | None = None) -> np.ndarray:
     """One output block, read back as whole tiles (``written`` orders it after the writes)."""
-    import zarr
-
     assert written
     assert block_info is not None
     region = tuple(slice(s, e) for s, e in block_info[None]["array-location"])
-    return zarr.open_array(path, mode="r")[region]
+    out = np.empty(tuple(r.stop - r.start for r in region), dtype=layout["dtype"])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for tile, offset in _tiles(region, layout):
+            data = np.empty(tuple(t.stop - t.start for t in tile), dtype=layout["dtype"])
+            if os.preadv(fd, [data], offset) != data.nbytes:
+                raise OSError(f"scratch store {path} is short at byte {offset}")
+            out[_local(tile, region)] = data
+    finally:
+        os.close(fd)
+    return out
