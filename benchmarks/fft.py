@@ -26,7 +26,8 @@ Examples (the issue's sizes; a quiet machine needed)::
     python benchmarks/fft.py 2d --side 16384 --tile 1024 --repeat 5 --passes 2 --memory 1GiB
 
 ``2d`` with dfits' default ``memory_limit`` (half the RAM) transposes the 2 GiB complex64 image
-in memory; ``--memory 1GiB`` sends it through scratch zarr, about 1.4 GiB peak RSS instead of 3.3.
+in memory; ``--memory 1GiB`` sends it through the scratch store, about 1.4 GiB peak RSS instead
+of 3.3 (measured with the earlier zarr store).
 """
 
 from __future__ import annotations

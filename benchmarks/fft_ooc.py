@@ -19,7 +19,7 @@ Methods
                  native copy of the data, under the cap: pages are evicted and faulted back.
                  Groups outer, butterflies inner, so every stage is one sequential sweep
                  (the kind order for paging). Twiddles from two sqrt(N) float64 tables.
-``dfits``        ``dfits.fft.fft`` of the FITS file through scratch zarr, written to a zarr
+``dfits``        ``dfits.fft.fft`` of the FITS file through the scratch store, written to a zarr
                  array, under the cap, block size from :func:`dfits.fft.plan.plan_disk`.
 ``floor``        sequential read + write of the data once per pass of the plan, each pass
                  reading the previous pass' file (fsync'd), under the cap.

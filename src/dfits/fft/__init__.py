@@ -3,7 +3,7 @@
 ``dask.array.fft`` refuses an axis split over several chunks; these functions take any
 chunking, split a long axis ``N = N1 * N2`` to match it and run Bailey's six-step algorithm as
 a dask graph (column FFTs, twiddles, row FFTs, with the transposes as rechunks, or as block I/O
-through a scratch zarr store when the array is bigger than memory). Lengths with no usable
+through a scratch store on disk when the array is bigger than memory). Lengths with no usable
 factorisation go through Bluestein's chirp convolution. Results equal ``numpy.fft``'s to the
 dtype's precision.
 

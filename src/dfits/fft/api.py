@@ -4,7 +4,7 @@ Each function takes what its ``numpy.fft`` namesake takes (``n``/``s``, ``axis``
 ``norm``) and returns a lazy dask array equal to numpy's result (same shape, same dtype). The
 keyword-only extras say how to run it: ``block_size`` (bytes of one block; dask's
 ``array.chunk-size`` by default), ``memory_limit`` (arrays above it are transposed through a
-scratch zarr store; half the physical memory by default), ``scratch`` (that store's directory)
+scratch store on disk; half the physical memory by default), ``scratch`` (that store's directory)
 and, for :func:`fft`/:func:`ifft`, ``order``.
 """
 
@@ -109,7 +109,7 @@ def fft(
     block_size : int or str, optional
         Budget of one block in bytes (default: dask's ``array.chunk-size``).
     memory_limit : int or str, optional
-        Transposes of arrays bigger than this go through a scratch zarr store on disk
+        Transposes of arrays bigger than this go through a scratch store on disk
         (default: half the physical memory).
     scratch : str or Path, optional
         Directory of those stores (default: a temporary directory removed at exit).
