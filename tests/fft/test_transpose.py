@@ -62,8 +62,9 @@ def test_fft_through_disk_equals_numpy(tmp_path, n, chunk):
     y = F.fft(X, axis=1, block_size=8192, memory_limit=0, scratch=tmp_path)
     with dask.config.set(scheduler="threads", num_workers=2):
         check(y, np.fft.fft(x, axis=1))
-    # three transposes went to disk; each store was deleted once the next pass had read it
-    assert len(list(tmp_path.glob("transpose-*.tiles"))) == 1
+    # every transpose went to disk; each store was deleted once the next pass had read it but
+    # the last of each six-step (Bluestein runs three: its two transforms and the inverse)
+    assert len(list(tmp_path.glob("transpose-*.tiles"))) == (1 if n == 4096 else 3)
     check(F.ifft(y, axis=1, block_size=8192, memory_limit=0, scratch=tmp_path), x)
 
 
