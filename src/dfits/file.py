@@ -84,7 +84,7 @@ class HDU(TableAccess):
         """Physical dtype, as astropy's ``hdu.data`` would have it (native byte order): a
         structured dtype of the columns for a table (:func:`dfits.tables.data.table_dtype`)."""
         if self.is_table:
-            return table_dtype(self.columns)
+            return table_dtype(self.columns, self._where())
         spec = self.layout.decode
         return None if spec is None else spec.physical
 

@@ -119,3 +119,22 @@ def test_read_gives_every_column_as_hdu_column(table):
                 _equal(list(part), list(want[rows]), c.name)
             else:
                 np.testing.assert_array_equal(part, want[rows], err_msg=c.name)
+
+
+def test_two_columns_of_one_name_are_listed_never_read_by_it(tmp_path):
+    """astropy refuses such a table's data; dfits lists its columns and refuses every read
+    by the shared name (which of the two is meant cannot be told), naming both TTYPEs."""
+    path = write_binary(tmp_path / "dup.fits", seed=2, nrows=4, kinds=["E", "J", "D"])
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"TTYPE2  = 'J")
+    raw[at + 11] = ord("E")
+    path.write_bytes(bytes(raw))
+    hdu = dfits.open(path)[1]
+    assert hdu.colnames == ["E", "E", "D"]
+    assert dfits.open(path).info(output=False)[1][5:] == ("4R x 3C", "[E, J, D]")
+    reads = [lambda: hdu["E"], hdu.to_pandas, hdu.to_arrow, hdu.read, lambda: hdu.dtype,
+             lambda: hdu.data.dtype, lambda: hdu.to_dask_dataframe()]  # fmt: skip
+    for read in reads:
+        with pytest.raises(dfits.HeaderError, match=r"HDU 1.*TTYPE\d.*'E'"):
+            read()
+    np.testing.assert_array_equal(hdu["D"].compute(), hdu.read(["D"])["D"])  # others read

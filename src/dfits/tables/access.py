@@ -89,6 +89,19 @@ def columns_text(columns: Sequence[Column], indent: str = "    ") -> str:
     return "\n".join(lines)
 
 
+def _unique(columns: Sequence[Column], wanted: Sequence[Any], where: str) -> None:
+    """Refuse a read by a name that two columns share: which one is meant cannot be told
+    (astropy refuses the whole table's data then; dfits still lists the columns)."""
+    seen: dict[str, Column] = {}
+    for c in columns:
+        first = seen.setdefault(c.name, c)
+        if first is not c and c.name in wanted:
+            raise HeaderError(
+                f"{where}: TTYPE{first.number} and TTYPE{c.number} are both {c.name!r}: "
+                "a column must be read by a name no other column has"
+            )
+
+
 def _threads(threads: int | None) -> int:
     """Threads of an eager read: dask's ``num_workers`` when set, else the CPU count."""
     if threads is not None:
@@ -162,6 +175,7 @@ class TableAccess:
         names = table.names if columns is None else columns
         if isinstance(names, str):
             names = [names]
+        _unique(table.columns, names, self._where())
         found = [table.find(n) if isinstance(n, str) else None for n in names]
         for name, column in zip(names, found, strict=True):
             if column is None:

@@ -36,10 +36,19 @@ def _field(column: Column) -> tuple[Any, ...]:
     return (column.name, column.dtype, shape) if shape else (column.name, column.dtype)
 
 
-def table_dtype(columns: tuple[Column, ...]) -> np.dtype:
+def table_dtype(columns: tuple[Column, ...], where: str = "") -> np.dtype:
     """The structured dtype of a table's rows in physical values (native byte order):
     one field per column, with the column's :attr:`~dfits.format.columns.Column.dtype` and
     cell shape; variable-length columns are ``object`` fields."""
+    names = [c.name for c in columns]
+    for c in columns:
+        if names.count(c.name) > 1:
+            from dfits.errors import HeaderError
+
+            raise HeaderError(
+                f"{where}: TTYPE{c.number} ({c.name!r}) names another column too: a table's "
+                "rows have a dtype only when its columns' names differ"
+            )
     return np.dtype([_field(c) for c in columns])
 
 
@@ -82,7 +91,7 @@ class TableData:
     @property
     def dtype(self) -> np.dtype:
         """The rows' structured dtype in physical values (:func:`table_dtype`)."""
-        return table_dtype(self.columns)
+        return table_dtype(self.columns, self._hdu._where())
 
     @property
     def shape(self) -> tuple[int]:
