@@ -83,7 +83,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _print_columns(hdu: Any) -> None:
     """A table HDU's columns under the HDU list (unreadable columns: one line saying why)."""
-    from dfits.tables.access import columns_text
+    from dfits.listing import columns_text
 
     print(f"\nHDU {hdu.index} {hdu.name or '-'}: {hdu.kind} columns")
     try:

@@ -1,4 +1,5 @@
-"""The listing of a file's HDUs (``f.info()``, ``dfits info``), as astropy's ``info()``.
+"""The listing of a file's HDUs (``f.info()``, ``dfits info``), as astropy's ``info()``, and
+of a table's columns (``dfits info``, the notebook repr).
 
 One row per HDU: index, name, version, kind, cards, dimensions and format. An image's
 dimensions are its shape in numpy order and its format the physical dtype; a table's are
@@ -9,10 +10,13 @@ astropy's ``"{rows}R x {columns}C"`` and ``"[TFORM1, TFORM2, ...]"``, from the h
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["print_info", "summary"]
+if TYPE_CHECKING:
+    from dfits.format.columns import Column
+
+__all__ = ["column_rows", "columns_text", "print_info", "summary"]
 
 _TABLE_KINDS = ("bintable", "table")
 
@@ -53,3 +57,33 @@ def print_info(filename: str, rows: Iterable[tuple[Any, ...]], output: Any = Non
     for i, n, ver, k, cards, d, form in rows:
         lines.append(f"{i:>3}  {n:<{name}} {ver:>4}  {k:<{kind}} {cards:>5}  {d!s:<{dims}} {form}")
     print("\n".join(lines), file=sys.stdout if output is None else output)
+
+
+def column_rows(columns: Sequence[Column]) -> list[tuple[str, str, str, str, str]]:
+    """``(name, TFORM, unit, dtype, cell shape)`` of each column, as text for a listing.
+
+    The dtype is the physical one (what ``hdu.column`` gives); variable-length columns show
+    ``object`` and their elements' dtype; the shape is the cell's, in numpy order, empty for
+    one element.
+    """
+    rows = []
+    for c in columns:
+        dtype = str(c.dtype)
+        if c.code in "PQ":
+            element = "str" if c.element_dtype.kind == "U" else str(c.element_dtype)
+            dtype = f"object (arrays of {element})" if element != "str" else "object (str)"
+        shape = str(c.shape) if c.shape and not (c.code == "A" and len(c.shape) == 1) else ""
+        rows.append((c.name, c.tform, c.unit or "", dtype, shape))
+    return rows
+
+
+def columns_text(columns: Sequence[Column], indent: str = "    ") -> str:
+    """The columns as an aligned text table (``dfits info`` prints it under a table HDU)."""
+    head = ("Name", "Format", "Unit", "Dtype", "Shape")
+    rows = [head, *column_rows(columns)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    lines = []
+    for r in rows:
+        cells = [f"{v:<{w}}" for v, w in zip(r, widths, strict=False)] + [r[-1]]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return "\n".join(lines)

@@ -128,7 +128,7 @@ def test_dataframe_dtypes_and_parquet(tmp_path):
 
 @pytest.mark.parametrize(("path", "index"), TABLES)
 def test_column_rows_match_astropy_coldefs(path, index):
-    from dfits.tables.access import column_rows, columns_text
+    from dfits.listing import column_rows, columns_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -254,7 +254,7 @@ def header_html(header: Any, open: bool = True) -> str:
 def _columns_html(hdu: Any) -> str:
     """A table HDU's columns: name, TFORM, unit, dtype and cell shape (or why unreadable)."""
     from dfits.errors import DfitsError
-    from dfits.tables.access import column_rows
+    from dfits.listing import column_rows
 
     try:
         rows = column_rows(hdu.columns)

@@ -126,6 +126,11 @@ def convolve_kernel(kind: Kind):
 
 def _steps(kind: Kind):
     """The kernel's steps: decode a stripe of the tile, and one output row from its window."""
+    return _stripe(kind), _window()
+
+
+def _stripe(kind: Kind):
+    """Decode ``nb`` rows of a tile's stripe into ``vals`` and count its NaN rows."""
     phys = loaders(kind).phys
 
     @inline
@@ -139,6 +144,13 @@ def _steps(kind: Kind):
                 vals[b, c] = v
                 bad += v != v
             prefix[b + 1] = prefix[b] + (bad > 0)
+
+    return stripe
+
+
+@functools.cache
+def _window():
+    """One output row from the window of decoded rows around it (astropy's weights)."""
 
     @inline
     def window(i, k, ksum, keep, vals, prefix, n, top, bot, out):
@@ -188,7 +200,7 @@ def _steps(kind: Kind):
             else:
                 out[c] = top[c] / bot[c]
 
-    return stripe, window
+    return window
 
 
 def block_mean(

@@ -36,7 +36,7 @@ from dfits.tables.frames import (
 )
 from dfits.tables.tiled import TiledColumnReader, align_rows, tiled_readers
 
-__all__ = ["TABLE_KINDS", "TableAccess", "column_rows", "columns_text", "table_layout"]
+__all__ = ["TABLE_KINDS", "TableAccess", "table_layout"]
 
 TABLE_KINDS = ("bintable", "table")
 
@@ -57,36 +57,6 @@ def table_layout(layout: Any, where: str) -> TableLayout | TiledTable:
     if layout.kind == "bintable" and header.get("ZTABLE") is True:
         return parse_tiled_table(header, row_bytes, nrows, pcount, where)
     return parse_table(header, layout.kind == "table", row_bytes, nrows, pcount, where)
-
-
-def column_rows(columns: Sequence[Column]) -> list[tuple[str, str, str, str, str]]:
-    """``(name, TFORM, unit, dtype, cell shape)`` of each column, as text for a listing.
-
-    The dtype is the physical one (what :meth:`TableAccess.column` gives); variable-length
-    columns show ``object`` and their elements' dtype; the shape is the cell's, in numpy
-    order, empty for one element.
-    """
-    rows = []
-    for c in columns:
-        dtype = str(c.dtype)
-        if c.code in "PQ":
-            element = "str" if c.element_dtype.kind == "U" else str(c.element_dtype)
-            dtype = f"object (arrays of {element})" if element != "str" else "object (str)"
-        shape = str(c.shape) if c.shape and not (c.code == "A" and len(c.shape) == 1) else ""
-        rows.append((c.name, c.tform, c.unit or "", dtype, shape))
-    return rows
-
-
-def columns_text(columns: Sequence[Column], indent: str = "    ") -> str:
-    """The columns as an aligned text table (``dfits info`` prints it under a table HDU)."""
-    head = ("Name", "Format", "Unit", "Dtype", "Shape")
-    rows = [head, *column_rows(columns)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
-    lines = []
-    for r in rows:
-        cells = [f"{v:<{w}}" for v, w in zip(r, widths, strict=False)] + [r[-1]]
-        lines.append((indent + "  ".join(cells)).rstrip())
-    return "\n".join(lines)
 
 
 def _unique(columns: Sequence[Column], wanted: Sequence[Any], where: str) -> None:
