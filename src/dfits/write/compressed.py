@@ -211,13 +211,16 @@ def write_compressed(
                         "hcompress_scale": hcompress_scale})  # fmt: skip
     hdus, arrays = _hdus(items, target, checksum, options)
     p = tilewriter.plan(target, hdus, overwrite=overwrite, fsync=fsync)
-    ready = delayed(tilewriter.create, pure=False)(p)
-    graph = delayed(tilewriter.assemble, pure=True)(p, _chunks(p, arrays, ready))
     if not compute:
-        return graph
+        ready = delayed(tilewriter.create, pure=False)(p)
+        return delayed(tilewriter.assemble, pure=True)(p, _chunks(p, arrays, ready))
     from dfits.array.scheduler import compute as compute_graph
 
     try:
+        # made before any task runs: a failing task cannot leave a create running past
+        # the cleanup (write.images does the same)
+        tilewriter.create(p)
+        graph = delayed(tilewriter.assemble, pure=True)(p, _chunks(p, arrays, True))
         return str(compute_graph(graph)[0])
     except BaseException:
         tilewriter.abort(p)

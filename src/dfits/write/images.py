@@ -113,11 +113,17 @@ def write_images(
     target = os.fspath(path)
     headers, arrays = _headers(items, target, primary, checksum, 0, quantize)
     p = fitswriter.plan(target, headers, overwrite=overwrite, fsync=fsync)
-    ready = delayed(fitswriter.create, pure=False)(p)
-    graph = delayed(fitswriter.finalize, pure=True)(p, _block_sums(p, arrays, ready))
     if not compute:
-        return graph
-    return run(graph, p)
+        ready = delayed(fitswriter.create, pure=False)(p)
+        return delayed(fitswriter.finalize, pure=True)(p, _block_sums(p, arrays, ready))
+    # computed here: the file is made before any task runs, so a task that fails cannot
+    # leave a create still running past the cleanup (it would make the file again after it)
+    try:
+        fitswriter.create(p)
+    except BaseException:
+        fitswriter.abort(p)
+        raise
+    return run(delayed(fitswriter.finalize, pure=True)(p, _block_sums(p, arrays, True)), p)
 
 
 def run(graph: Any, p: WritePlan) -> str:
