@@ -80,8 +80,7 @@ def decode_cell(
         out = rice_decode(np.asarray(data, np.uint8), nbytes // bytepix, 32, bytepix)
         if isinstance(out, str):
             raise CellError(out)
-        # Rice gives native integers; the cell goes back to the stored big-endian field bytes
-        # so that the one field decode (tables.fields) reads it as it reads any table's rows
+        # native back to stored (big-endian) bytes: the one field decode reads those
         raw = out.astype(out.dtype.newbyteorder(">")).view(np.uint8)
     else:
         raw = _inflate(data, nbytes)
