@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import dask.array as da
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import dfits
+from dfits.io import rangelock
 from dfits.write import tilewriter
 from dfits.write.compressed import write_compressed
 from dfits.write.images import ImageItem
@@ -105,6 +107,43 @@ def test_retried_chunk_and_late_straggler(tmp_path):
     tilewriter.abort(p)
     with pytest.raises(FileNotFoundError, match="abandoned"):
         tilewriter.write_chunk(p, 1, 2, x.blocks[2].compute(), (20, 0))
+    assert not _leftovers(tmp_path)
+
+
+@pytest.mark.skipif(not rangelock.supported(), reason="no OFD locks on this platform")
+def test_abort_waits_for_the_chunk_task_in_flight(tmp_path, monkeypatch):
+    """dask returns at the first failed task while others still run: abort returns only
+    once those have finished, so no scratch file is left, nor made after it returns."""
+    x = _ramp()
+    p = tilewriter.plan(str(tmp_path / "y.fits"), graph_plan_hdus(x), overwrite=False)
+    tilewriter.create(p)
+    started, release = threading.Event(), threading.Event()
+    encode = tilewriter.encode_tile
+
+    def slow(*args):
+        started.set()
+        release.wait(5)
+        return encode(*args)
+
+    monkeypatch.setattr(tilewriter, "encode_tile", slow)
+    outcome: list[BaseException] = []
+
+    def task():
+        try:
+            tilewriter.write_chunk(p, 1, 0, x.blocks[0].compute(), (0, 0))
+        except BaseException as err:
+            outcome.append(err)
+
+    worker = threading.Thread(target=task)
+    worker.start()
+    assert started.wait(5)
+    assert _leftovers(tmp_path)  # the task's scratch file, being written
+    threading.Timer(0.3, release.set).start()
+    tilewriter.abort(p)  # waits for the task: it finds the file gone and removes its own
+    assert release.is_set()
+    assert not _leftovers(tmp_path)
+    worker.join(5)
+    assert isinstance(outcome[0], FileNotFoundError)
     assert not _leftovers(tmp_path)
 
 

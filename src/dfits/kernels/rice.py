@@ -12,17 +12,17 @@ bytes left unused, so a tile corrupted past its first few bytes decodes to garba
 error. This loop accounts for every bit and, as cfitsio (and astropy) do, refuses a stream
 that leaves bytes unused: corruption is an error, never silently wrong values.
 
-Where the time went, and how it is spent now: cfitsio and the first version of this loop
-read one byte at a time (a bounds check and a branch per byte, a table lookup for the unary
-code). Here the bits sit left-aligned in a 64-bit word refilled with one unaligned big-endian
-load (``movbe``, in an intrinsic; bytes past the stream read as zeros, only in its last 8 bytes), the unary
-code is one ``lzcnt``, the kind of block is decided once per block, not per pixel, the
+Where the time went, and how it is spent now: cfitsio and the first version of this loop read
+one byte at a time (a bounds check and a branch per byte, a table lookup for the unary code).
+Here the bits sit left-aligned in a 64-bit word refilled with one unaligned big-endian load
+(``movbe``, in an intrinsic; bytes past the stream read as zeros, only in its last 8 bytes), the
+unary code is one ``lzcnt``, the kind of block is decided once per block, not per pixel, the
 zig-zag is branch-free and the value is stored by truncation (the same bits as a sign
 extension). Bounds are checked by bit accounting: the bits used, known exactly, are compared
-with the stream's length once at the end (a stream that runs out reads zeros, so it cannot
-loop: a unary run past its end is refused at once). Measured one 8192-pixel int16 row at a
-time (sky noise, σ = 30, 1 byte per pixel compressed), one thread, on a shared and loaded
-machine: 49 µs before, 27 µs now, against 43 µs for ``imagecodecs.rcomp_decode``.
+with the stream's length once at the end (a stream that runs out reads zeros, so it cannot loop:
+a unary run past its end is refused at once). Measured one 8192-pixel int16 row at a time (sky
+noise, σ = 30, 1 byte per pixel compressed), one thread, on a shared and loaded machine: 49 µs
+before, 27 µs now, against 43 µs for ``imagecodecs.rcomp_decode``.
 """
 
 from __future__ import annotations

@@ -172,7 +172,9 @@ def append_compressed(
             (results,) = compute(_chunks(p, arrays, delayed(True)))
             first, end = tilewriter.write_appended(p, results, session.fd, session.size)
         except BaseException:
-            tilewriter.remove_scratch(p)
+            # the link first, then the scratch files: a chunk task still running removes
+            # its own once it finds the link gone (tilewriter's failure contract)
+            tilewriter.abort(p)
             raise
         session.publish(first, end)
     return target

@@ -13,11 +13,14 @@ chunk order (``copy_file_range``: no pass through memory), sets DATASUM/CHECKSUM
 chunks' sums placed at their offsets (no second pass), syncs and renames into place, and
 removes the scratch files.
 
-Failures: :func:`abort` removes the temporary file, then every scratch file. A chunk task still
-running when another failed removes its own scratch file when it finds the temporary file
-gone, so none survives a clean failure; those of a killed process carry its pid and are
-removed by the next write to the target (:func:`~dfits.write.fitswriter.temp_name`). A retried
-chunk task rewrites its scratch file whole: the same bytes.
+Failures: :func:`abort` removes the temporary file, waits for the chunk tasks in flight, then
+removes every scratch file. Each chunk task holds a shared lock (:mod:`dfits.io.rangelock`) on
+one byte far past the end of the temporary file while it writes, and starts only if the file
+still exists once it holds it; :func:`abort` takes that byte exclusively after the unlink. So
+when a failed write returns (dask returns at the first failure while other tasks still run),
+no scratch file is left nor made later. Those of a killed process carry its pid and are removed
+by the next write to the target (:func:`~dfits.write.fitswriter.temp_name`). A retried chunk
+task rewrites its scratch file whole: the same bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from dfits.format.checksum import add, place
 from dfits.format.header import Header
 from dfits.format.imagehdu import UserCard, image_header
 from dfits.format.ztable import TileSpec, table_header, table_rows
+from dfits.io.rangelock import range_lock
 from dfits.kernels.checksum import encode_rows, word_sum
 from dfits.kernels.tileencode import encode_tile
 from dfits.write import fitswriter
@@ -47,6 +51,8 @@ __all__ = [
 ]  # fmt: skip
 
 _SUFFIX = ".dfits-part"
+# the byte chunk tasks hold shared while they write: past any file, so no data lock meets it
+_IN_FLIGHT = 1 << 62
 _NO_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
 
@@ -146,16 +152,43 @@ def write_chunk(
     p: ZPlan, hdu: int, chunk: int, values: np.ndarray, starts: tuple[int, ...]
 ) -> ChunkTiles:
     """Compress the tiles of one chunk (at ``starts``, whole tiles) into its scratch file."""
+    v = np.asarray(values)
+    guard = _in_flight(p)
+    try:
+        return _write_chunk(p, hdu, chunk, v, tuple(starts))
+    finally:
+        os.close(guard)  # releases the shared lock
+
+
+def _in_flight(p: ZPlan) -> int:
+    """Open the temporary file and hold its in-flight byte shared; raise if the write was
+    abandoned (the file is gone once the lock is held: :func:`abort` unlinks, then waits)."""
+    try:
+        guard = os.open(p.temp, os.O_RDONLY)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{p.temp}: the write was abandoned") from err
+    try:
+        range_lock(guard, _IN_FLIGHT, 1, exclusive=False)
+        if not os.path.exists(p.temp):
+            raise FileNotFoundError(f"{p.temp}: the write was abandoned")
+    except BaseException:
+        os.close(guard)
+        raise
+    return guard
+
+
+def _write_chunk(
+    p: ZPlan, hdu: int, chunk: int, v: np.ndarray, starts: tuple[int, ...]
+) -> ChunkTiles:
     spec = p.hdus[hdu].spec
     assert spec is not None
-    v = np.asarray(values)
     rows, sizes, scale, zero = [], [], [], []
     name = scratch_name(p, hdu, chunk)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     pending: list[bytes] = []
     held = written = total = 0
     try:
-        for row, region in _tiles(spec, tuple(starts), v.shape):
+        for row, region in _tiles(spec, starts, v.shape):
             try:
                 data, fallback, s, z = encode_tile(spec, v[region], row)
             except ValueError as err:  # values the algorithm cannot hold (PLIO's range)
@@ -177,7 +210,7 @@ def write_chunk(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
         raise FileNotFoundError(f"{p.temp}: the write was abandoned")
-    image = _image_sum(spec, v, tuple(starts)) if p.hdus[hdu].checksum else 0
+    image = _image_sum(spec, v, starts) if p.hdus[hdu].checksum else 0
     return ChunkTiles(np.array(rows, np.int64), np.array(sizes, np.int64).reshape(-1, 2),
                       np.array(scale), np.array(zero), written, total, image)  # fmt: skip
 
@@ -335,7 +368,18 @@ def remove_scratch(p: ZPlan) -> None:
 
 
 def abort(p: ZPlan) -> None:
-    """Remove the temporary file, then every scratch file (in that order: see the module)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(p.temp)
+    """Remove the temporary file, wait for the chunk tasks in flight, then remove every
+    scratch file (in that order: see the module)."""
+    try:
+        guard = os.open(p.temp, os.O_RDWR)  # an exclusive lock needs write access
+    except FileNotFoundError:
+        guard = -1
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p.temp)
+        if guard >= 0:
+            range_lock(guard, _IN_FLIGHT, 1, exclusive=True)
+    finally:
+        if guard >= 0:
+            os.close(guard)
     remove_scratch(p)
