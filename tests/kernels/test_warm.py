@@ -15,6 +15,7 @@ import pytest
 from astropy.io import fits
 
 from dfits.cli import main
+from dfits.demo import make_cube
 from dfits.kernels import _cache
 from tests.kernels.test_cache import _env, _files
 
@@ -25,6 +26,7 @@ import sys
 import dask, dask.array as da, numpy as np, xarray as xr
 import dfits
 from dfits.cli import main
+from dfits.demo import make_cube
 path = sys.argv[1]
 assert main(["stats", "--quiet", path]) == 0
 d = xr.open_dataarray(path, engine="dfits")
@@ -33,6 +35,18 @@ x = dfits.open(path)[0].data
 with dask.config.set(scheduler="threads"):
     da.compute(x.sum(axis=0), da.nanargmax(x, axis=0), da.nansum(x, axis=0),
                da.nanmean(x, axis=(1, 2)), da.nanmax(x), da.nanstd(x), x.compute())
+"""
+
+#: The smoothing's first calls on a float32 cube with a spectral axis: the smoothed
+#: cube's moment 0 and values, a block average, the spatially smoothed cube's moment 0.
+SMOOTH_CALLS = r"""
+import sys
+import dask, xarray as xr
+f = xr.open_dataarray(sys.argv[1], engine="dfits").fits
+with dask.config.set(scheduler="threads"):
+    s = f.spectral_smooth(2.0)
+    dask.compute(s.fits.moment(0).data, s.data, f.downsample_axis(2).data,
+                 f.spatial_smooth(0.5, raise_error_jybm=False).fits.moment(0).data)
 """
 
 
@@ -46,7 +60,8 @@ def _python(code: str, *args: str, cache: Path) -> None:
 @pytest.mark.slow  # compiles float32's common kernels: ~60 s of CPU
 def test_common_set_covers_the_first_calls(tmp_path):
     """After warming float32's common kernels, a fresh process running the everyday first
-    calls on a float32 cube loads every kernel: nothing is compiled or written."""
+    calls on a float32 cube, or smoothing one, loads every kernel: nothing is compiled or
+    written."""
     cache = tmp_path / "cache"
     _python(
         "from dfits.kernels.warm import warm_encoding; warm_encoding((-32, None, None, None))",
@@ -57,6 +72,9 @@ def test_common_set_covers_the_first_calls(tmp_path):
     path = tmp_path / "cube.fits"
     fits.PrimaryHDU(np.random.default_rng(0).random((6, 5, 4), np.float32)).writeto(path)
     _python(FIRST_CALLS, str(path), cache=cache)
+    assert _files(cache) == warmed
+    spectral = make_cube(str(tmp_path / "spectral.fits"), shape=(12, 5, 4))
+    _python(SMOOTH_CALLS, spectral, cache=cache)
     assert _files(cache) == warmed
 
 

@@ -16,9 +16,12 @@ A fresh process then loads each kernel it needs (milliseconds) instead of compil
 
 Both sets also take the kernels every encoding shares: a table's fields decoded and summed out
 of its rows (``to_pandas``, ``hdu.read``, ``aggregate``) and the key counts of exact medians.
-Anything else (value bands, tile-decoded native-order data, smoothing) compiles on first use,
-into the cache. Work is spread over worker processes by (encoding, form); they share the cache
-safely (:mod:`dfits.kernels._cache`). Before compiling, entries that an older dfits (or Numba)
+Each encoding also takes its smoothing kernels (``spectral_smooth``'s convolution,
+``downsample_axis``'s block means) and the decode and weighted sums of their native float
+results (the smoothed cube's ``.compute()`` and moment maps). Anything else (value bands,
+other kernels over tile-decoded native-order data) compiles on first use, into the cache.
+Work is spread over worker processes by (encoding, form); they share the cache safely
+(:mod:`dfits.kernels._cache`). Before compiling, entries that an older dfits (or Numba)
 left are removed (:func:`dfits.kernels._cache.prune`).
 """
 
@@ -152,6 +155,24 @@ def _warm_shared() -> None:
                 key_counts(values, centre, 0, np.zeros(1, key))
 
 
+def _warm_smoothing(u: np.ndarray, spec) -> None:
+    """The smoothing kernels of one encoding, as ``dfits.cube`` calls them: the convolution
+    (``spectral_smooth``) and block means (``downsample_axis``) over the stored bytes, then,
+    over their native float result (a task's ``as_chunk``), the decode (``.compute()``) and
+    the weighted sums of its moment maps."""
+    from dfits import kernels
+    from dfits.format.dtypes import DecodeSpec
+    from dfits.kernels.smooth import block_mean, convolve_axis
+
+    block_mean(u, spec, 0, 2)
+    smoothed = convolve_axis(u, spec, 0, np.ones(3))
+    bitpix = -8 * smoothed.dtype.itemsize
+    native = DecodeSpec(bitpix=bitpix, physical=smoothed.dtype, byteorder="=")
+    v = smoothed.view(np.uint32 if bitpix == -32 else np.uint64)
+    kernels.decode(v, native)
+    kernels.weighted_sums(v, native, 0, np.ones(2))
+
+
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
@@ -171,6 +192,7 @@ def _warm_task(task: tuple[Encoding, str, bool]) -> None:
     axis = _FORMS[form]
     if form == "rows":
         kernels.decode(u, spec)
+        _warm_smoothing(u, spec)
     for skipna in (False, True):
         kernels.sum_count(u, spec, axis, skipna=skipna)
         kernels.moments(u, spec, axis, skipna=skipna)
