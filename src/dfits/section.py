@@ -9,6 +9,8 @@ decodes the stored values with their spec (the same kernel, dtype and scaling fo
 reader). Local plain images take one shortcut: one read-only mapping of the HDU's data block
 per process, whose strided view touches only the pages holding the region, so that a
 cut-out loop pays no ``mmap`` per stamp; the decode kernel gathers and converts in one pass.
+That map has no read-ahead (``sparse``: a decimated plane maps its rows, not its plane); a
+dense read (a whole plane) takes a second, plain map of the block, made when first needed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dfits.stored.stored import StoredChunk
 __all__ = ["Section", "forget"]
 
 _maps: dict[Any, np.ndarray] = {}
+#: a read spanning less is sparse whatever its density (read-ahead has little to batch)
+_DENSE_MIN = 1 << 20
 _lock = threading.Lock()
 
 
@@ -71,15 +75,21 @@ class Section:
     def dtype(self) -> np.dtype:
         return self.block.spec.physical
 
-    def _stored(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """The whole data block, mapped once per process: its native unsigned N-d view, the
-        flat view under it and the flat view's address."""
+    def _stored(self, sparse: bool) -> tuple[np.ndarray, np.ndarray, int]:
+        """The whole data block, mapped once per process and kind: its native unsigned N-d
+        view, the flat view under it and the flat view's address.
+
+        Two kinds, as one map has one advice for all its pages: the ``sparse`` map (no
+        read-ahead) serves stamps, spectra and decimated planes, whose scattered pages would
+        each bring megabytes of read-ahead with them; the plain map (made at the first
+        dense read) serves whole planes and wide windows, which read-ahead batches.
+        """
         block = self.block
-        key = (block.source.token, block.offset, block.shape, block.spec.bitpix)
+        key = (block.source.token, block.offset, block.shape, block.spec.bitpix, sparse)
         entry = _maps.get(key)
         if entry is None:
             nbytes = int(np.prod(block.shape, dtype=object)) * block.spec.itemsize
-            buf = block.source.map(block.offset, nbytes, populate=False)
+            buf = block.source.map(block.offset, nbytes, populate=False, sparse=sparse)
             flat = buf.view(f"u{block.spec.itemsize}")
             u = as_strided(flat, block.shape, block.strides(), writeable=False)
             entry = (u, flat, flat.__array_interface__["data"][0])
@@ -115,8 +125,11 @@ class Section:
         index = _basic(index, len(self.block.shape))
         spec = self.block.spec
         if isinstance(self.block, ImageReader) and self.block.source.mappable:
-            u, flat, addr = self._stored()
+            u, flat, addr = self._stored(sparse=True)
             view = u[index]
+            if _dense(view):
+                u, flat, addr = self._stored(sparse=False)
+                view = u[index]
             rows = _rows_in(view, addr)
             if rows is not None:
                 return kernels.decode_rows(flat, rows, spec).reshape(view.shape)
@@ -180,6 +193,23 @@ def _basic(index: Any, ndim: int) -> tuple:
     if sum(item is Ellipsis for item in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     return items
+
+
+def _dense(view: Any) -> bool:
+    """True for a view of at least :data:`_DENSE_MIN` bytes' span whose rows cover at
+    least a quarter of the span's pages (a whole plane, a wide window, a decimation by 2),
+    which read-ahead serves better than page-by-page faults."""
+    if not isinstance(view, np.ndarray) or view.size == 0 or view.ndim == 0:
+        return False
+    span = view.itemsize + sum(
+        abs(st) * (n - 1) for n, st in zip(view.shape, view.strides, strict=True)
+    )
+    if span < _DENSE_MIN:
+        return False
+    last = view.shape[-1]
+    row = abs(view.strides[-1]) * (last - 1) + view.itemsize
+    touched = view.size // last * min(row, last * 4096)  # a row's pages, at most
+    return 4 * touched >= span
 
 
 def _rows_in(view: Any, addr: int) -> tuple[int, int, int, int] | None:

@@ -106,8 +106,12 @@ class MemorySource:
             )
         return data
 
-    def map(self, offset: int, nbytes: int, *, populate: bool = True, runs: Any = None) -> Any:
-        """A read-only ``uint8`` view of ``nbytes`` at ``offset`` (no copy)."""
+    def map(
+        self, offset: int, nbytes: int, *, populate: bool = True, runs: Any = None,
+        sparse: bool = False,
+    ) -> Any:  # fmt: skip
+        """A read-only ``uint8`` view of ``nbytes`` at ``offset`` (no copy; held bytes have
+        no pages to fault, so ``populate``, ``runs`` and ``sparse`` change nothing)."""
         if offset + nbytes > self.size:
             raise TruncatedFileError(
                 f"file {self.path!r}: needed bytes {offset}..{offset + nbytes} "
