@@ -123,27 +123,53 @@ def test_every_kind_is_gathered_alike_on_every_route(which, binary, ascii_table)
         assert repr(arrow[name].to_pylist()) == repr(taken.to_pylist()), name
 
 
-def test_only_the_named_fields_are_read(binary, monkeypatch):
-    """The filter decodes only the fields it names (every decode goes through
-    ``values_at``), and only the selected columns' matching rows are gathered."""
+def test_one_map_per_span_and_only_the_named_fields_are_read(binary, monkeypatch):
+    """The filter and the gather share one map of each span of rows: the filter decodes
+    only the fields it names over every row of the span, and the selected columns are
+    decoded for the matching rows only (the field kernel takes D, ``values_at`` the rest)."""
+    from dfits.io.local import LocalSource
+    from dfits.kernels import fielddecode
+    from dfits.tables import rowdecode
+
     hdu = dfits.open(binary)[1]
-    decoded, gathered = [], []
-    values_at, take = ColumnReader.values_at, ColumnReader.take
+    row_bytes = hdu.layout.shape[1]
+    monkeypatch.setattr(rowdecode, "SPAN_BYTES", 40 * row_bytes)  # spans of 40, 40, 17 rows
+    offsets = {c.offset: c.name for c in hdu.columns}
+    decoded, maps = [], []
+    values_at, decode_fields, mapped = (
+        ColumnReader.values_at,
+        fielddecode.decode_fields,
+        LocalSource.map,
+    )
 
-    def counting_values_at(self, *args, **kwargs):
-        decoded.append(self.column.name)
-        return values_at(self, *args, **kwargs)
+    def counting_values_at(self, buf, start, stride, n, *args, **kwargs):
+        decoded.append((self.column.name, n))
+        return values_at(self, buf, start, stride, n, *args, **kwargs)
 
-    def counting_take(self, which, frame=False):
-        gathered.append((self.column.name, len(which)))
-        return take(self, which, frame)
+    def counting_decode(rows, where, *args):
+        decoded.extend((offsets[int(o)], rows.shape[0]) for o in where)
+        return decode_fields(rows, where, *args)
 
+    def counting_map(self, offset, nbytes, **kwargs):
+        maps.append(nbytes)
+        return mapped(self, offset, nbytes, **kwargs)
+
+    rows = hdu.where("(E > 100) & ~L")
+    assert 0 < len(rows) < ROWS
     monkeypatch.setattr(ColumnReader, "values_at", counting_values_at)
-    monkeypatch.setattr(ColumnReader, "take", counting_take)
-    frame = hdu.to_pandas(["D", "PJ"], where="(E > 100) & ~L")
-    assert sorted(set(decoded)) == ["D", "E", "L", "PJ"]
-    assert decoded.count("D") == decoded.count("PJ") == 1  # the gather, once each
-    assert gathered == [("D", len(frame)), ("PJ", len(frame))]
+    monkeypatch.setattr(fielddecode, "decode_fields", counting_decode)
+    monkeypatch.setattr(LocalSource, "map", counting_map)
+    frame = hdu.to_pandas(["D", "PJ"], where="(E > 100) & ~L", threads=1)
+    assert list(frame.index) == list(rows)
+    spans = [40, 40, 17]
+    # each span of rows is mapped once (the other maps are PJ's heap, one per span)
+    assert [m for m in maps if m % row_bytes == 0] == [n * row_bytes for n in spans]
+    assert len(maps) == 2 * len(spans)
+    assert sorted({name for name, _ in decoded}) == ["D", "E", "L", "PJ"]
+    for name in ("E", "L"):  # the filter's fields: every row of each span
+        assert [n for got, n in decoded if got == name] == spans
+    for name in ("D", "PJ"):  # the selected columns: the matching rows only, once
+        assert sum(n for got, n in decoded if got == name) == len(rows)
 
 
 BAD = [

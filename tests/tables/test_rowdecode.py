@@ -87,3 +87,56 @@ def test_decodable_columns_and_dask_partitions(tmp_path):
         np.testing.assert_array_equal(a, b)
     empty = hdu.to_pandas(threads=2).iloc[0:0]
     assert list(empty.dtypes) == list(eager.dtypes)
+
+
+@pytest.mark.parametrize("which", ["binary", "ascii"])
+@pytest.mark.parametrize("span_rows", [1, 7, 1000])
+def test_every_kind_alike_whatever_the_spans(tmp_path, monkeypatch, which, span_rows):
+    """Every route of several columns (``read``, ``to_pandas``, ``to_arrow``, their
+    ``where=`` forms and ``hdu.where``) gives, over spans of any size, what one column at a
+    time gives over one span, for every column kind of the generated tables."""
+    pa = pytest.importorskip("pyarrow")
+    from tests.tables.generated import write_ascii, write_binary
+
+    write = write_binary if which == "binary" else write_ascii
+    path = write(tmp_path / "t.fits", seed=11, nrows=53)
+    hdu = dfits.open(path)[1]
+    names = hdu.colnames
+    expr = "(E > 0) | isnan(D)" if which == "binary" else "(aF > 0) | (aI < 100)"
+    want_rows = hdu.where(expr)
+    single = {n: hdu.to_pandas([n]) for n in names}
+    arrow = {n: hdu.to_arrow([n]) for n in names}
+    read = {n: hdu.read([n])[n] for n in names}
+    monkeypatch.setattr(rowdecode, "SPAN_BYTES", span_rows * hdu.layout.shape[1])
+    assert list(hdu.where(expr)) == list(want_rows)
+    for threads in (1, 2):
+        frame = hdu.to_pandas(threads=threads)
+        table = hdu.to_arrow()
+        got = hdu.read(threads=threads)
+        kept = hdu.to_pandas(where=expr, threads=threads)
+        kept_arrow = hdu.to_arrow(where=expr)
+        kept_read = hdu.read(where=expr, threads=threads)
+        assert list(kept.index) == list(want_rows)
+        for n in names:
+            one = single[n][n]
+            assert frame[n].dtype == one.dtype == kept[n].dtype, n
+            if one.dtype == object:
+                for a, b in zip(frame[n], one, strict=True):
+                    np.testing.assert_array_equal(a, b, err_msg=n)
+                for a, b in zip(kept[n], one.loc[want_rows], strict=True):
+                    np.testing.assert_array_equal(a, b, err_msg=n)
+            else:
+                pd.testing.assert_series_equal(frame[n], one)
+                pd.testing.assert_series_equal(kept[n], one.loc[want_rows], check_index_type=False)
+            assert table[n].type == arrow[n][n].type, n
+            # repr: NaN is equal to itself there
+            assert repr(table[n].to_pylist()) == repr(arrow[n][n].to_pylist()), n
+            taken = arrow[n][n].take(pa.array(want_rows)).to_pylist()
+            assert repr(kept_arrow[n].to_pylist()) == repr(taken), n
+            for g, w in ((got[n], read[n]), (kept_read[n], read[n][want_rows])):
+                assert g.dtype == w.dtype, n
+                if w.dtype == object:
+                    for a, b in zip(g, w, strict=True):
+                        np.testing.assert_array_equal(a, b, err_msg=n)
+                else:
+                    np.testing.assert_array_equal(g, w, err_msg=n)

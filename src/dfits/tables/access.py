@@ -167,6 +167,11 @@ class TableAccess:
                 readers[k] = replace(r, legacy_logical=True)
         return readers
 
+    def _column_plan(self, name: str, rows_per_chunk: int | None = None):
+        # the reader and chunks of column(name): its dask array's, and dfits.array.eager's
+        reader = self._reader(name)
+        return reader, column_chunks(reader, _rows(rows_per_chunk, [reader]))
+
     def column(self, name: str, rows_per_chunk: int | None = None):
         """One column's physical values as a lazy dask array, chunked by rows.
 
@@ -185,8 +190,7 @@ class TableAccess:
         """
         from dask.base import tokenize
 
-        reader = self._reader(name)
-        chunks = column_chunks(reader, _rows(rows_per_chunk, [reader]))
+        reader, chunks = self._column_plan(name, rows_per_chunk)
         token = tokenize(self._file.source.token, self.layout.data_offset, reader.column, chunks)
         return dask_array(reader, chunks, f"dfits-column-{self.index}-{token}", narrow=True)
 
@@ -230,7 +234,7 @@ class TableAccess:
         array([    3,    17, ...])
         """
         rule = self._filter(expression)
-        return rule.rows(0, self._table().nrows)
+        return rule.rows(0, self._table().nrows, _threads(None))
 
     def to_dask_dataframe(
         self,
@@ -310,15 +314,16 @@ class TableAccess:
         is held in memory, so for large tables prefer :meth:`to_dask_dataframe`. With
         ``where`` (see :meth:`where`), only the matching rows are read, indexed by row
         number: one pass over the fields the expression names, then those rows' fields."""
-        if where is not None:
-            return to_pandas(self._readers(columns), rows=self.where(where))
-        return to_pandas(self._readers(columns), threads=_threads(threads))
+        readers = self._readers(columns)
+        rule = None if where is None else self._filter(where)
+        return to_pandas(readers, threads=_threads(threads), where=rule)
 
     def to_arrow(self, columns: Sequence[str] | None = None, where: str | None = None):
         """The table (or ``columns``) read now into a ``pyarrow.Table`` (small tables); with
         ``where`` (see :meth:`where`), only the matching rows."""
-        rows = None if where is None else self.where(where)
-        return to_arrow(self._readers(columns), rows=rows)
+        readers = self._readers(columns)
+        rule = None if where is None else self._filter(where)
+        return to_arrow(readers, where=rule, threads=_threads(None))
 
     def read(
         self,
@@ -340,9 +345,8 @@ class TableAccess:
         array([10., nan, 30., 40.])
         """
         readers = self._readers(columns)
-        if where is not None:
-            return read_columns(readers, rows=self.where(where))
-        return read_columns(readers, _threads(threads))
+        rule = None if where is None else self._filter(where)
+        return read_columns(readers, _threads(threads), rule)
 
     def to_parquet(
         self,

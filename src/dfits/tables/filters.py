@@ -1,12 +1,13 @@
 """Row filters: ``where="(MAG < 20) & (FLAG == 0)"``, evaluated in one pass over the rows.
 
 The contract: :func:`compile_filter` parses an expression once into a :class:`RowFilter`
-that names the columns it reads; :func:`matching_rows` runs it over spans of rows, reading
-only those columns' fields (through their :class:`~dfits.tables.columns.ColumnReader`, so
-the values follow the one decode of :mod:`dfits.tables.fields`: scaled columns are
-physical, a null is NaN, and a comparison with NaN is False, as in numpy and pandas). The
-row numbers it returns are what ``to_pandas``, ``to_arrow`` and ``to_dask_dataframe`` then
-gather (:meth:`~dfits.tables.columns.ColumnReader.take`).
+that names the columns it reads; a :class:`Filter` binds it to a table's readers. The one
+route of rows (:func:`dfits.tables.rowdecode.spans`) decodes only those columns' fields of
+each span of rows (through their :class:`~dfits.tables.columns.ColumnReader`, so the values
+follow the one decode of :mod:`dfits.tables.fields`: scaled columns are physical, a null is
+NaN, and a comparison with NaN is False, as in numpy and pandas), asks :meth:`Filter.test`
+which rows match, and decodes the selected columns of those rows only, from the same map:
+``hdu.where``, ``to_pandas``, ``to_arrow``, ``read`` and ``to_dask_dataframe`` partitions.
 
 The language is Python's expression syntax, restricted to:
 
@@ -33,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from dfits.errors import ExpressionError
-from dfits.tables.columns import ColumnReader
+from dfits.tables.rowdecode import spans
 
-__all__ = ["Filter", "RowFilter", "compile_filter", "matching_rows"]
+__all__ = ["Filter", "RowFilter", "compile_filter"]
 
 _BINARY = {
     ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
@@ -171,50 +172,17 @@ def _chain(ops: list[Any], expression: str, terms: list[Any]) -> Any:
     return out
 
 
-def matching_rows(
-    rule: RowFilter, readers: Mapping[str, Any], nrows: int, step: int | None, first: int = 0
-) -> np.ndarray:
-    """Row numbers (int64, ascending) from ``first`` to ``nrows`` where ``rule`` is True,
-    reading ``step`` rows of the named columns at a time."""
-    found = []
-    shared = _one_map(readers, rule.names)
-    step = max(step or nrows - first, 1)  # no step: a filter naming no column ("True")
-    for a in range(first, nrows, step):
-        b = min(a + step, nrows)
-        values = {}
-        if shared is not None:
-            # one map of the span's whole rows, every named field decoded out of it
-            span = shared.source.map(shared.offset + a * shared.row_bytes,
-                                     (b - a) * shared.row_bytes, populate=False)  # fmt: skip
-        for name in rule.names:
-            r = readers[name]
-            if shared is None:
-                column = np.asarray(r.rows(a, b))
-            else:
-                column = np.asarray(r.values_at(span, r.column.offset, r.row_bytes, b - a, a)[0])
-            if column.ndim != 1:
-                shape = column.shape[1:]
-                what = f"column {name!r} has cells of shape {shape}: a filter needs one per row"
-                raise _fail(rule.expression, what)
-            values[name] = column
-        mask = np.asarray(rule.evaluate(values))
-        if mask.dtype != bool:
-            raise _fail(rule.expression, f"gives {mask.dtype} values, not True/False per row")
-        if mask.ndim == 0:
-            mask = np.full(b - a, bool(mask))
-        found.append(np.flatnonzero(mask) + a)
-    return np.concatenate(found) if found else np.zeros(0, np.int64)
-
-
-def _one_map(readers: Mapping[str, Any], names: tuple[str, ...]) -> ColumnReader | None:
-    """A reader whose mapped rows hold every named field (plain columns of one local
-    table), or None: each column then reads its own rows."""
-    picked = [readers[n] for n in names]
-    if not picked or not all(type(r) is ColumnReader for r in picked):
-        return None
-    r0 = picked[0]
-    same = all(r.source is r0.source and r.offset == r0.offset for r in picked)
-    return r0 if same and r0.source.mappable and r0.row_bytes else None
+def _mask(rule: RowFilter, values: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """Which of ``n`` rows ``rule`` keeps, from the values of the columns it names."""
+    for name, column in values.items():
+        if column.ndim != 1:
+            shape = column.shape[1:]
+            what = f"column {name!r} has cells of shape {shape}: a filter needs one per row"
+            raise _fail(rule.expression, what)
+    mask = np.asarray(rule.evaluate(values))
+    if mask.dtype != bool:
+        raise _fail(rule.expression, f"gives {mask.dtype} values, not True/False per row")
+    return np.full(n, bool(mask)) if mask.ndim == 0 else mask
 
 
 @dataclass(frozen=True)
@@ -229,10 +197,18 @@ class Filter:
     step: int | None
     where: str = ""
 
-    def rows(self, first: int, stop: int) -> np.ndarray:
-        """Matching row numbers from ``first`` to ``stop``."""
+    def test(self, values: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        """Which of ``n`` rows match (bool), from the values of the columns the expression
+        names (as ``hdu.column`` gives them): what :func:`~dfits.tables.rowdecode.spans`
+        asks of a filter."""
         rule = compile_filter(self.expression, self.columns)
         try:
-            return matching_rows(rule, self.readers, stop, self.step, first)
+            return _mask(rule, values, n)
         except ExpressionError as err:
             raise ExpressionError(f"{self.where}: {err}") from None
+
+    def rows(self, first: int, stop: int, threads: int = 1) -> np.ndarray:
+        """Matching row numbers (int64, ascending) from ``first`` to ``stop``: one pass over
+        the rows, reading only the named fields."""
+        found = [s.rows for s in spans([], first, stop, threads=threads, keep=self)]
+        return np.concatenate(found)

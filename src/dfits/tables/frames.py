@@ -41,7 +41,7 @@ import numpy as np
 from dfits.tables.columns import ColumnReader
 from dfits.tables.fields import nullable, with_nan
 from dfits.tables.filters import Filter
-from dfits.tables.rowdecode import decode_columns
+from dfits.tables.rowdecode import read_whole, spans
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,7 +90,9 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
     n = values.shape[0]
     if c.code in "PQ" and c.element_dtype.kind == "U":
         return values.astype(str)  # one string per row: pandas' str, even with no rows
-    if values.ndim > 1 or c.code in "PQ":
+    if c.code in "PQ":
+        return values  # an object array of one array per row already (tables.heap.arrays)
+    if values.ndim > 1:
         if nullable(c):
             values = with_nan(values, nulls)  # the cells as hdu.column gives them
         out = np.empty(n, dtype=object)
@@ -103,68 +105,54 @@ def _series_values(reader: ColumnReader, values: Any, nulls: np.ndarray | None) 
     return values
 
 
+def _stop(readers: Sequence[ColumnReader], where: Filter | None, stop: int | None) -> int:
+    if stop is not None:
+        return stop
+    some = [*readers, *(where.readers.values() if where is not None else ())]
+    return some[0].nrows if some else 0
+
+
 def to_pandas(
     readers: Sequence[ColumnReader],
     first: int = 0,
     stop: int | None = None,
     threads: int = 1,
-    rows: np.ndarray | None = None,
+    where: Filter | None = None,
 ):
-    """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame; the
-    plain numeric columns are swapped out of the rows together on ``threads`` threads
-    (:mod:`dfits.tables.rowdecode`). With ``rows`` (ascending row numbers, a filter's
-    :func:`~dfits.tables.filters.matching_rows`), only those rows, indexed by their number."""
+    """Rows ``first`` to ``stop`` of the columns of ``readers`` as a pandas DataFrame, read
+    span by span (:func:`dfits.tables.rowdecode.read_whole`: one map per span of rows, the
+    plain numeric columns swapped out of it together on ``threads`` threads). With
+    ``where``, only the rows it matches, indexed by their number."""
     import pandas as pd
 
-    if rows is not None:
-        taken = {r.column.name: _series_values(r, *r.take(rows, frame=True)) for r in readers}
-        return pd.DataFrame(taken, index=pd.Index(rows, dtype=np.int64), copy=False)
-    stop = readers[0].nrows if stop is None and readers else (stop or 0)
-    native = decode_columns(readers, first, stop, threads) if stop > first else {}
-    data = {}
-    for k, r in enumerate(readers):
-        if k in native:
-            values = native[k]
-            c = r.column
-            nulls = values == c.null if nullable(c) else None
-        else:
-            values, nulls = r.rows_and_nulls(first, stop)
-        data[r.column.name] = _series_values(r, values, nulls)
+    stop = _stop(readers, where, stop)
+    rows, columns = read_whole(readers, first, stop, threads=threads, keep=where)
+    data = {r.column.name: _series_values(r, *part)
+            for r, part in zip(readers, columns, strict=True)}  # fmt: skip
+    if rows is None:
+        index = pd.RangeIndex(first, max(stop, first))
+    else:
+        index = pd.Index(rows, dtype=np.int64)
     # copy=False: the columns are new arrays already; pandas keeps them as they are
-    return pd.DataFrame(data, index=pd.RangeIndex(first, stop), copy=False)
+    return pd.DataFrame(data, index=index, copy=False)
 
 
 def read_columns(
-    readers: Sequence[ColumnReader],
-    threads: int = 1,
-    rows: np.ndarray | None = None,
+    readers: Sequence[ColumnReader], threads: int = 1, where: Filter | None = None
 ) -> dict[str, Any]:
-    """Every row (or the rows numbered ``rows``) of the columns, as ``hdu.column`` gives
-    them (numpy, a nullable integer as float64 with NaN), read now: the plain numeric
-    columns in one pass over the rows (:mod:`dfits.tables.rowdecode`), the others each from
-    the same mapped rows."""
-    if rows is not None:
-        return {r.column.name: r.take(rows)[0] for r in readers}
-    stop = readers[0].nrows if readers else 0
-    native = decode_columns(readers, 0, stop, threads) if stop else {}
-    out = {}
-    for k, r in enumerate(readers):
-        c = r.column
-        if k in native:
-            values = native[k]
-            out[c.name] = with_nan(values, values == c.null) if nullable(c) else values
-        else:
-            out[c.name] = np.asarray(r.rows(0, stop))
-    return out
+    """Every row (or the rows ``where`` matches) of the columns, as ``hdu.column`` gives
+    them (numpy, a nullable integer as float64 with NaN), read now, span by span
+    (:func:`dfits.tables.rowdecode.read_whole`)."""
+    stop = _stop(readers, where, None)
+    _, columns = read_whole(readers, 0, stop, frame=False, threads=threads, keep=where)
+    return {r.column.name: part[0] for r, part in zip(readers, columns, strict=True)}
 
 
 def _partition(
     bounds: tuple[int, int], readers: Sequence[ColumnReader], where: Filter | None
 ) -> pd.DataFrame:
     # one thread: dask runs partitions side by side
-    if where is None:
-        return to_pandas(readers, *bounds)
-    return to_pandas(readers, rows=where.rows(*bounds))
+    return to_pandas(readers, *bounds, where=where)
 
 
 def to_dask_dataframe(
@@ -183,7 +171,7 @@ def to_dask_dataframe(
     if step < 1:
         raise ValueError(f"rows_per_partition must be positive, not {rows_per_partition!r}")
     bounds = [(a, min(a + step, nrows)) for a in range(0, nrows, step)] or [(0, 0)]
-    meta = to_pandas(readers, 0, 0, rows=None if where is None else np.zeros(0, np.int64))
+    meta = to_pandas(readers, 0, 0, where=where)
     divisions = [a for a, _ in bounds] + [max(nrows - 1, 0)]
     # dask's "dataframe.convert-string" (on when pyarrow is installed) would turn the object
     # columns that hold array cells into the text of their repr: the partitions and their
@@ -258,21 +246,26 @@ def to_arrow(
     readers: Sequence[ColumnReader],
     first: int = 0,
     stop: int | None = None,
-    rows: np.ndarray | None = None,
+    where: Filter | None = None,
+    threads: int = 1,
 ):
-    """Rows ``first`` to ``stop`` (or the rows numbered ``rows``) as a ``pyarrow.Table``
-    (see the module docstring)."""
+    """Rows ``first`` to ``stop`` (or those ``where`` matches) as a ``pyarrow.Table`` (see
+    the module docstring), one chunk per span of rows
+    (:func:`dfits.tables.rowdecode.spans`): each span's values become Arrow arrays before
+    the next span is mapped."""
     import pyarrow as pa
 
-    stop = readers[0].nrows if stop is None and readers else (stop or 0)
+    stop = _stop(readers, where, stop)
+    chunks: list[list[Any]] = [[] for _ in readers]
+    for span in spans(readers, first, stop, lists=True, threads=threads, keep=where):
+        for r, part, into in zip(readers, span.parts, chunks, strict=True):
+            c = r.column
+            listed = c.code in "PQ" and c.form.element not in "AX"
+            into.append(_arrow_lists(r, *part) if listed else _arrow_column(r, *part))
     arrays, fields = [], []
-    for r in readers:
+    for r, parts in zip(readers, chunks, strict=True):
         c = r.column
-        if c.code in "PQ" and c.form.element not in "AX":
-            array = _arrow_lists(r, *r.lists(first, stop, rows))
-        else:
-            values, nulls = r.rows_and_nulls(first, stop) if rows is None else r.take(rows, True)
-            array = _arrow_column(r, values, nulls)
+        array = _chunked(parts)
         meta = {"tform": c.tform}
         if c.unit:
             meta["unit"] = c.unit
@@ -283,6 +276,19 @@ def to_arrow(
         arrays.append(array)
         fields.append(pa.field(c.name, array.type, metadata=meta))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _chunked(parts: list[Any]) -> Any:
+    """One column's span arrays as one chunked array: lists whose offsets passed 32 bits in
+    one span (a ``large_list``) make every span's so."""
+    import pyarrow as pa
+
+    kept = [p for p in parts if len(p)] or parts[:1]
+    types = {p.type for p in kept}
+    if len(types) > 1:
+        large = next(t for t in types if pa.types.is_large_list(t))
+        kept = [p.cast(large) for p in kept]
+    return pa.chunked_array(kept, type=kept[0].type)
 
 
 def to_parquet(
