@@ -41,8 +41,12 @@ def along_chunks(
     shape: tuple[int, ...], dtype: Any, itemsize: int, axis: int
 ) -> tuple[tuple[int, ...], ...]:
     """Chunks holding the whole of ``axis``: the file's plan where it already does, else one
-    position of each slower axis and contiguous runs of the faster ones, near dask's
-    ``array.chunk-size`` in all.
+    position of each slower axis and contiguous runs of the faster ones; chunks of half
+    dask's ``array.chunk-size`` of values in all.
+
+    Half, because the tasks that want whole axes (smoothing, block means) hold their native
+    float output beside their stored input (whose pages count in the process's RSS as the
+    kernel reads them): input and output together then stay near ``array.chunk-size``.
 
     Examples
     --------
@@ -50,11 +54,17 @@ def along_chunks(
     >>> with dask.config.set({"array.chunk-size": "128MiB"}):
     ...     chunks = along_chunks((256, 2048, 2048), np.dtype("f4"), 4, 0)
     >>> chunks[0], chunks[1][:3], len(chunks[1]), chunks[2]
-    ((256,), (64, 64, 64), 32, (2048,))
+    ((256,), (32, 32, 32), 64, (2048,))
     """
-    from dfits.array.chunks import file_chunks, normalize
+    import dask
+    from dask.utils import parse_bytes
 
-    chunks = normalize(None, shape, dtype, itemsize)
+    from dfits.array.chunks import file_chunks
+
+    # sized by physical bytes as dfits' own plan is (a scaled int16 chunk holds float32s)
+    target = parse_bytes(dask.config.get("array.chunk-size")) // 2
+    scale = max(1, np.dtype(dtype).itemsize // itemsize)
+    chunks = file_chunks(shape, itemsize, max(itemsize, target // scale))
     n = shape[axis]
     if not n or max(chunks[axis]) >= n:
         return chunks
