@@ -112,12 +112,13 @@ def arrays(reader: Any, buf, start: int, stride: int, n: int, first: int) -> np.
         return out
     values, counts = elements(reader, buf, start, stride, n, first)
     ends = np.cumsum(counts)
-    # plain slices: a third of np.split's cost per row (the views are the whole cost here)
-    cells = [values[a:b] for a, b in zip((ends - counts).tolist(), ends.tolist(), strict=True)]
+    # plain slices: a quarter of np.split's cost per row (the views are the whole cost here)
+    cells = (values[a:b] for a, b in zip((ends - counts).tolist(), ends.tolist(), strict=True))
     if c.array_shape:
-        cells = [_shaped(c, reader.where, cell, first + i) for i, cell in enumerate(cells)]
-    # a None at the end keeps numpy from stacking arrays of one length into a 2-D block
-    return np.array([*cells, None], dtype=object)[:-1]
+        cells = (_shaped(c, reader.where, cell, first + i) for i, cell in enumerate(cells))
+    # fromiter stores each view as it comes: np.array(list) would first look into every
+    # cell for a common shape (twice fromiter's cost per row, and a list of n views besides)
+    return np.fromiter(cells, dtype=object, count=n)
 
 
 def _shaped(column: Any, where: str, values: np.ndarray, row: int) -> np.ndarray:
