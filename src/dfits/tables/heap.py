@@ -15,6 +15,7 @@ non-zero as True, as astropy 8 reads it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -111,9 +112,10 @@ def arrays(reader: Any, buf, start: int, stride: int, n: int, first: int) -> np.
                 out[i] = _shaped(c, reader.where, bits, first + i)
         return out
     values, counts = elements(reader, buf, start, stride, n, first)
-    ends = np.cumsum(counts)
+    bounds = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
     # plain slices: a quarter of np.split's cost per row (the views are the whole cost here)
-    cells = (values[a:b] for a, b in zip((ends - counts).tolist(), ends.tolist(), strict=True))
+    cells = (values[a:b] for a, b in itertools.pairwise(bounds.tolist()))
     if c.array_shape:
         cells = (_shaped(c, reader.where, cell, first + i) for i, cell in enumerate(cells))
     # fromiter stores each view as it comes: np.array(list) would first look into every
