@@ -171,7 +171,7 @@ class TiledRows:
             word = np.dtype(">i4" if cell.cell_code == "P" else ">i8")
             field = np.ascontiguousarray(rows[:, cell.cell : cell.cell + 2 * word.itemsize])
             pairs = field.view(word).reshape(n, 2).astype(np.int64)
-            for i, (count, at) in enumerate(pairs):
+            for i, (count, at) in enumerate(pairs.tolist()):  # ints: no int64 overflow
                 if count < 0 or at < 0 or at + count > self.heap_size:
                     why = f"its descriptor (count {count}, offset {at}) lies outside the heap"
                     raise self._fail(k, first + i, f"{why} of {self.heap_size} bytes")
@@ -252,11 +252,11 @@ class TiledRows:
         code = c.form.element
         elem = BINARY_WIDTH[code]
         counts = original[picks, 0]
-        sizes = (counts + 7) // 8 if code == "X" else counts * elem
         first = t * self.tile_rows
         spans = []
-        for i, row in enumerate(picks):
-            size, (count, at), (clen, cat) = int(sizes[i]), original[row], stored[row]
+        for row in picks:
+            (count, at), (clen, cat) = original[row].tolist(), stored[row].tolist()
+            size = (count + 7) // 8 if code == "X" else count * elem  # ints: no overflow
             where = f"row {first + row + 1}"
             if count < 0 or at < 0 or at + size > self.table_heap:
                 why = f"the array descriptor (count {count}, offset {at}) lies outside the "
