@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import tracemalloc
 
 import dask
 import dask.array as da
 import numpy as np
 import pytest
 from dask.callbacks import Callback
+from dask.utils import key_split
 
 import dfits.fft as F
+from dfits.fft import transpose as transpose_module
 from dfits.fft.transpose import _all, _read, _tile, scratch_dir, store_path, transpose
 from tests.fft.checks import check, signal
 
@@ -126,3 +130,75 @@ def test_a_released_store_fails_loudly_rather_than_reading_stale_bytes(tmp_path)
     layout = {"shape": (8, 8), "tiles": (2, 2), "dtype": "<f8"}
     with pytest.raises(FileNotFoundError):
         _read(path, layout, True, block_info=info)
+
+
+@pytest.mark.parametrize("min_run", [8, 1 << 30])
+def test_tiles_go_straight_from_and_into_the_blocks_or_through_one_copy(
+    tmp_path, monkeypatch, min_run
+):
+    # min_run 8: every tile row (3 or 10 values) is an iovec of the block itself; 1 << 30:
+    # every strided tile is gathered into one buffer first. The same store, the same values.
+    monkeypatch.setattr(transpose_module, "MIN_RUN", min_run)
+    data = np.arange(24 * 30, dtype=np.float32).reshape(24, 30)
+    x = da.from_array(data, chunks=(6, 30))
+    y = transpose(x, {0: -1, 1: 10}, memory_limit=0, block_bytes=1 << 20, scratch=tmp_path)
+    back = transpose(y, {0: 6, 1: -1}, memory_limit=0, block_bytes=1 << 20, scratch=tmp_path)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        np.testing.assert_array_equal(y.compute(), data)
+        np.testing.assert_array_equal(back.compute(), data)
+    store = store_path(x, y.chunks, tmp_path)
+    tiles = [data[r : r + 6, c : c + 10].ravel() for r in range(0, 24, 6) for c in (0, 10, 20)]
+    np.testing.assert_array_equal(np.fromfile(store, dtype=np.float32), np.concatenate(tiles))
+
+
+def test_more_rows_than_one_pwritev_takes_and_short_writes_are_completed(tmp_path, monkeypatch):
+    monkeypatch.setattr(transpose_module, "MIN_RUN", 8)
+    real = os.pwritev
+
+    def short(fd, buffers, offset):  # the kernel may write less than asked: half, here
+        assert len(buffers) <= 1024  # Linux's IOV_MAX
+        whole = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
+        return real(fd, [whole[: max(1, len(whole) // 2)]], offset)
+
+    monkeypatch.setattr(transpose_module.os, "pwritev", short)
+    data = np.arange(2500 * 4, dtype=np.float64).reshape(2500, 4)
+    x = da.from_array(data, chunks=(2500, 4))  # one block, a tile of 2500 rows of 2 values
+    y = transpose(x, {0: 1250, 1: 2}, memory_limit=0, block_bytes=1 << 20, scratch=tmp_path)
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_array_equal(y.compute(), data)
+
+
+def test_a_pass_through_disk_holds_its_block_and_one_more_at_most(tmp_path):
+    # the block read back, the library's work buffer and small tables; not the tile copies,
+    # the transform's result, a block of twiddles and a joined copy of the output (6 blocks)
+    x = signal(np.random.default_rng(4), 1 << 16, np.complex64)
+    block = 1 << 15  # 32 KiB: 16 blocks
+    y = F.fft(da.from_array(x, chunks=4096), block_size=block, memory_limit=0, scratch=tmp_path)
+    peaks = _TaskPeaks()
+    with dask.config.set(scheduler="sync"), peaks:
+        check(y, np.fft.fft(x))
+    passes = {k: v for k, v in peaks.peaks.items() if "finalize" not in key_split(k)}
+    assert max(passes.values()) <= 2.5 * block, passes  # compute()'s join is the caller's
+
+
+class _TaskPeaks(Callback):
+    """The most bytes numpy held at once inside each task, beyond what it held before."""
+
+    def __init__(self):
+        super().__init__()
+        self.peaks: dict = {}
+
+    def __enter__(self):
+        tracemalloc.start()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        tracemalloc.stop()
+        return super().__exit__(*exc)
+
+    def _pretask(self, key, dsk, state):
+        tracemalloc.reset_peak()
+        self.before = tracemalloc.get_traced_memory()[0]
+
+    def _posttask(self, key, result, dsk, state, id):
+        self.peaks[key] = tracemalloc.get_traced_memory()[1] - self.before

@@ -42,7 +42,14 @@ def _library() -> Any:
     return library
 
 
-def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype, workers: int = 1) -> np.ndarray:
+def _fft(
+    block: Any,
+    axis: int,
+    inverse: bool,
+    ctype: np.dtype,
+    workers: int = 1,
+    overwrite: bool = False,
+) -> np.ndarray:
     # both libraries compute in the input's precision (complex64 stays complex64); casting
     # ints first makes them follow numpy.fft's result dtype exactly
     block = np.asarray(block)
@@ -51,7 +58,11 @@ def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype, workers: int = 1
     library = _library()
     # scipy splits the lines of one block over ``workers`` threads (a pass of fewer blocks
     # than cores would leave cores idle); numpy's pocketfft has one thread
-    kw = {"workers": workers} if library is not np.fft and workers > 1 else {}
+    kw: dict[str, Any] = {"workers": workers} if library is not np.fft and workers > 1 else {}
+    if overwrite and library is not np.fft:
+        # the block is the task's own (read from a scratch store): transformed where it lies,
+        # no block-sized result allocated (scipy writes in place for a complex input)
+        kw["overwrite_x"] = True
     if inverse:
         out = library.ifft(block, axis=axis, norm="forward", **kw)
     else:
@@ -60,11 +71,17 @@ def _fft(block: Any, axis: int, inverse: bool, ctype: np.dtype, workers: int = 1
 
 
 def lines(
-    block: Any, axis: int, inverse: bool, ctype: np.dtype, factor: float, workers: int = 1
+    block: Any,
+    axis: int,
+    inverse: bool,
+    ctype: np.dtype,
+    factor: float,
+    workers: int = 1,
+    overwrite: bool = False,
 ) -> np.ndarray:
     """Transform every line of ``block`` along ``axis`` (one whole line per block), scaled,
-    on ``workers`` threads."""
-    out = _fft(block, axis, inverse, ctype, workers)
+    on ``workers`` threads; ``overwrite``: ``block`` is this task's own and may be reused."""
+    out = _fft(block, axis, inverse, ctype, workers, overwrite)
     if factor != 1.0:
         out *= out.dtype.type(factor)
     return out
@@ -80,28 +97,44 @@ def _roots(n: int, sign: float, k: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Twiddles:
+    """``W**(k1·n2)``, ``W = exp(∓2πi/n)``, for rows ``k1 < rows``, ``n2`` in ``[start, start +
+    width)``, one slab of ``K ≈ sqrt(rows)`` rows at a time.
+
+    With ``k1 = K·a + b`` the factor is ``W**(K·a·n2) · W**(b·n2)``: two tables of exact
+    roots, ``ceil(rows / K)`` and ``K`` rows of ``width`` (``2·sqrt(rows)·width`` sines and
+    cosines for ``rows·width`` twiddles), and one complex product per twiddle; within a few
+    ulp of the direct value. A slab is cache-sized, so no table the size of the block is ever
+    held (a complex64 block's twiddles took a block of memory and a pass over it).
+    """
+
+    def __init__(
+        self, rows: int, start: int, width: int, n: int, inverse: bool, ctype: np.dtype
+    ) -> None:
+        sign = 1.0 if inverse else -1.0
+        self.k = math.isqrt(max(rows - 1, 0)) + 1
+        cols = np.arange(start, start + width, dtype=np.int64)
+        # float64 roots, then one rounding each to the result's precision
+        self.hi = _roots(n, sign, np.arange(0, rows, self.k, dtype=np.int64), cols)
+        self.hi = self.hi.astype(ctype, copy=False)
+        self.lo = _roots(n, sign, np.arange(self.k, dtype=np.int64), cols).astype(ctype)
+        self.rows = rows
+
+    def slabs(self):
+        """``(first, last, twiddles of rows [first, last))`` slab after slab (the twiddles are
+        one buffer, overwritten by the next slab)."""
+        buf = np.empty_like(self.lo)
+        for a, first in enumerate(range(0, self.rows, self.k)):
+            last = min(self.rows, first + self.k)
+            yield first, last, np.multiply(self.hi[a], self.lo[: last - first], buf[: last - first])
+
+
 def _twiddles(
     k1: int, start: int, width: int, n: int, inverse: bool, ctype: np.dtype
 ) -> np.ndarray:
-    """``W**(k1·n2)``, ``W = exp(∓2πi/n)``, for ``k1 < k1`` rows, ``n2`` in ``[start, start +
-    width)``.
-
-    With ``n2 = start + L·jh + jl`` the factor is ``W**(k1·start) · W**(k1·L·jh) · W**(k1·jl)``:
-    three small tables of exact roots (``k1·(1 + 2·sqrt(width))`` sines and cosines) and two
-    complex products per element, instead of a sine and a cosine per element; within a few
-    ulp of the direct value.
-    """
-    sign = 1.0 if inverse else -1.0
-    rows = np.arange(k1, dtype=np.int64)
-    step = math.isqrt(max(width - 1, 0)) + 1
-    base = _roots(n, sign, rows, np.array([start]))
-    coarse = _roots(n, sign, rows, np.arange(-(-width // step), dtype=np.int64) * step)
-    fine = _roots(n, sign, rows, np.arange(step, dtype=np.int64))
-    # the block-sized product in the result's precision: float64 tables, then one rounding
-    # each (a complex64 block's twiddles would otherwise take twice its bytes, plus a copy)
-    coarse = (base * coarse).astype(ctype, copy=False)
-    out = coarse[:, :, None] * fine.astype(ctype, copy=False)[:, None, :]
-    return out.reshape(k1, -1)[:, :width]
+    """All of :class:`_Twiddles`' rows at once, ``(k1, width)`` (for the tests)."""
+    table = _Twiddles(k1, start, width, n, inverse, ctype)
+    return np.concatenate([tw.copy() for _, _, tw in table.slabs()] or [table.lo[:0]])
 
 
 def columns(
@@ -110,16 +143,20 @@ def columns(
     n: int,
     inverse: bool,
     ctype: np.dtype,
+    overwrite: bool = False,
     block_info: dict | None = None,
 ) -> np.ndarray:
     """The six-step's first pass on one block: transform along ``axis`` (all ``n1`` rows of the
     split axis, one chunk), then multiply by the twiddles of the block's ``n2`` columns, which
-    sit at ``axis + 1``."""
-    out = _fft(block, axis, inverse, ctype)
+    sit at ``axis + 1``; ``overwrite``: ``block`` is this task's own and may be reused."""
+    out = _fft(block, axis, inverse, ctype, overwrite=overwrite)
     assert block_info is not None
     start, stop = block_info[None]["array-location"][axis + 1]
-    tw = _twiddles(out.shape[axis], start, stop - start, n, inverse, ctype)
-    out *= tw.reshape(tw.shape + (1,) * (out.ndim - axis - 2))
+    table = _Twiddles(out.shape[axis], start, stop - start, n, inverse, out.dtype)
+    index: list[Any] = [slice(None)] * out.ndim
+    for first, last, tw in table.slabs():
+        index[axis] = slice(first, last)
+        out[tuple(index)] *= tw.reshape(tw.shape + (1,) * (out.ndim - axis - 2))
     return out
 
 
@@ -137,7 +174,11 @@ def split_axis(block: Any, axis: int, n2: int) -> np.ndarray:
 
 
 def merge_axes(block: Any, axis: int) -> np.ndarray:
-    """``(..., a, b, ...)`` → ``(..., a * b, ...)``, the inverse of :func:`split_axis`."""
+    """``(..., a, b, ...)`` → ``(..., a * b, ...)``, the inverse of :func:`split_axis` (a view
+    of a contiguous block). ``block`` may come as the one-element list a blockwise without
+    concatenation passes for the merged axis."""
+    if isinstance(block, list):
+        (block,) = block
     block = np.asarray(block)
     shape = block.shape
     return block.reshape((*shape[:axis], shape[axis] * shape[axis + 1], *shape[axis + 2 :]))

@@ -142,8 +142,14 @@ def _fitting_divisors(n: int, max_line: int) -> list[int]:
         return []
     import numpy as np
 
-    d = np.arange(lo, hi + 1, dtype=object if n >= 1 << 62 else np.int64)
-    return [int(v) for v in d[(n % d) == 0]]
+    found: list[int] = []
+    # in pieces: one arange of up to max_line candidates was 2 x 64 MiB at a 64 MiB block,
+    # allocated while the graph is built, under the caller's memory cap
+    for start in range(lo, hi + 1, 1 << 16):
+        stop = min(hi + 1, start + (1 << 16))
+        d = np.arange(start, stop, dtype=object if n >= 1 << 62 else np.int64)
+        found += [int(v) for v in d[(n % d) == 0]]
+    return found
 
 
 def _close(candidates: list[int], root: float) -> bool:

@@ -108,10 +108,11 @@ def _move(
 
 
 def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
+    store: tuple[str, ...] = ()
     if len(x.chunks[axis]) > 1:
         limit = _limit(x, dtype, opts)
         spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
-        x, _ = _move(x, spec, limit, opts, first=True)
+        x, store = _move(x, spec, limit, opts, first=True)
     return x.map_blocks(
         blocks.lines,
         axis=axis,
@@ -119,6 +120,7 @@ def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
         ctype=dtype,
         factor=factor,
         workers=_workers(x),
+        overwrite=bool(store),
         meta=_meta(x, dtype),
     )
 
@@ -152,12 +154,18 @@ def _split(x: da.Array, axis: int, n2: int) -> da.Array:
 
 def _merge(x: da.Array, axis: int) -> da.Array:
     width = x.shape[axis + 1]
-    chunks = (*x.chunks[:axis], tuple(c * width for c in x.chunks[axis]), *x.chunks[axis + 2 :])
-    return x.map_blocks(
+    index = tuple(range(x.ndim))
+    # blockwise without concatenation: ``axis + 1`` is one chunk, and map_blocks' drop_axis
+    # would join that one block with itself first (a copy of the whole result)
+    return da.blockwise(
         blocks.merge_axes,
+        index[: axis + 1] + index[axis + 2 :],
+        x,
+        index,
         axis=axis,
-        chunks=chunks,
-        drop_axis=axis + 1,
+        concatenate=False,
+        adjust_chunks={axis: lambda c: c * width},
+        dtype=x.dtype,
         meta=_meta(x, x.dtype, x.ndim - 1),
     )
 
@@ -180,9 +188,16 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     limit = _limit(x, dtype, opts)
     y = _split(_aligned(x, axis, n2, limit), axis, n2)
     # each store is deleted by the next one's barrier: at most two exist at once
+    # a block read back from a scratch store is its task's own: transformed in place
     y, store = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True)
     y = y.map_blocks(
-        blocks.columns, axis=axis, n=n1 * n2, inverse=inverse, ctype=dtype, meta=_meta(y, dtype)
+        blocks.columns,
+        axis=axis,
+        n=n1 * n2,
+        inverse=inverse,
+        ctype=dtype,
+        overwrite=bool(store),
+        meta=_meta(y, dtype),
     )
     y, store = _move(
         y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts, release=store
@@ -193,6 +208,7 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
         inverse=inverse,
         ctype=dtype,
         factor=factor,
+        overwrite=bool(store),
         meta=_meta(y, dtype),
     )
     if not opts.natural:

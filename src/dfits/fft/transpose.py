@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import itertools
 import math
 import os
@@ -170,6 +171,77 @@ def _local(tile: tuple[slice, ...], region: tuple[slice, ...]) -> tuple[slice, .
     )
 
 
+#: tile rows shorter than this are gathered into one buffer and written or read with one
+#: call; longer ones are written from, and read into, the blocks themselves (one iovec each)
+MIN_RUN = 4096
+_IOV_MAX = 1024  # iovecs per pwritev/preadv call (Linux's IOV_MAX)
+
+
+def _runs(view: np.ndarray) -> list[np.ndarray] | None:
+    """The contiguous runs of ``view`` in C order (flat views of its memory, no copy), or None
+    when they are shorter than :data:`MIN_RUN` bytes (or ``view`` has no unit-stride rows)."""
+    if view.flags.c_contiguous:
+        return [view.reshape(-1)]
+    k, run = view.ndim, view.itemsize
+    while k > 0 and (view.shape[k - 1] == 1 or view.strides[k - 1] == run):
+        run *= view.shape[k - 1]
+        k -= 1
+    if run < MIN_RUN:
+        return None
+    # each view[index] has C-contiguous trailing axes, so its reshape is a view, not a copy
+    return [view[index].reshape(-1) for index in np.ndindex(*view.shape[:k])]
+
+
+def _pwrite_all(fd: int, runs: list[np.ndarray], offset: int) -> None:
+    """Write ``runs`` one after another from ``offset`` (short writes are completed)."""
+    for i in range(0, len(runs), _IOV_MAX):
+        batch = runs[i : i + _IOV_MAX]
+        done = os.pwritev(fd, batch, offset)
+        for run in batch:
+            skip = min(done, run.nbytes)
+            done -= skip
+            if skip < run.nbytes:  # only after a short pwritev
+                view = memoryview(run).cast("B")[skip:]
+                while view:
+                    view = view[os.pwrite(fd, view, offset + run.nbytes - len(view)) :]
+            offset += run.nbytes
+
+
+def _pread_all(fd: int, runs: list[np.ndarray], offset: int) -> int:
+    """Read into ``runs`` one after another from ``offset``; the bytes read (short at EOF)."""
+    total = 0
+    for i in range(0, len(runs), _IOV_MAX):
+        batch = runs[i : i + _IOV_MAX]
+        want = sum(run.nbytes for run in batch)
+        done = os.preadv(fd, batch, offset + total)
+        total += done
+        if done != want:
+            break
+    return total
+
+
+@cache
+def _sync_file_range() -> Any:
+    """libc's ``sync_file_range`` (Linux), or None."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.sync_file_range
+        call.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+        return call
+    return None
+
+
+def _flush(fd: int, offset: int, nbytes: int) -> None:
+    """Start writing back ``nbytes`` at ``offset`` without waiting (``SYNC_FILE_RANGE_WRITE``)."""
+    call = _sync_file_range()
+    if call is not None:
+        call(fd, offset, nbytes, 2)
+
+
+def _nbytes(tile: tuple[slice, ...], itemsize: int) -> int:
+    return math.prod(t.stop - t.start for t in tile) * itemsize
+
+
 def _write(
     block: Any, path: str, created: str, layout: dict, block_info: dict | None = None
 ) -> np.ndarray:
@@ -177,15 +249,18 @@ def _write(
     two tasks write one byte."""
     assert block_info is not None
     region = tuple(slice(s, e) for s, e in block_info[0]["array-location"])
-    block = np.asarray(block)  # a dfits stored chunk decodes here, once
+    block = np.asarray(block, dtype=layout["dtype"])  # a dfits stored chunk decodes here, once
     fd = os.open(created, os.O_WRONLY)
     try:
         for tile, offset in _tiles(region, layout):
-            data = np.ascontiguousarray(block[_local(tile, region)], dtype=layout["dtype"])
-            view = memoryview(data).cast("B")
-            while view:
-                done = os.pwrite(fd, view, offset)
-                view, offset = view[done:], offset + done
+            # the tile's rows go straight from the block to the file (one pwritev); a tile
+            # without long contiguous rows (a transposed view) is gathered into one first
+            view = block[_local(tile, region)]
+            runs = _runs(view) or _runs(np.ascontiguousarray(view))
+            _pwrite_all(fd, runs, offset)
+            # start its writeback now: under a memory cap, dirty scratch pages met by reclaim
+            # stall the task that needs memory until they are written
+            _flush(fd, offset, view.nbytes)
     finally:
         os.close(fd)
     return np.ones((1,) * len(region), dtype=bool)
@@ -208,11 +283,19 @@ def _read(path: str, layout: dict, written: bool, block_info: dict | None = None
     out = np.empty(tuple(r.stop - r.start for r in region), dtype=layout["dtype"])
     fd = os.open(path, os.O_RDONLY)
     try:
-        for tile, offset in _tiles(region, layout):
-            data = np.empty(tuple(t.stop - t.start for t in tile), dtype=layout["dtype"])
-            if os.preadv(fd, [data], offset) != data.nbytes:
+        tiles = list(_tiles(region, layout))
+        for tile, offset in tiles:  # the block's tiles are scattered: queue them all at once
+            os.posix_fadvise(fd, offset, _nbytes(tile, out.itemsize), os.POSIX_FADV_WILLNEED)
+        for tile, offset in tiles:
+            view = out[_local(tile, region)]
+            runs = _runs(view)
+            into = runs if runs is not None else _runs(np.empty(view.shape, out.dtype))
+            if _pread_all(fd, into, offset) != view.nbytes:
                 raise OSError(f"scratch store {path} is short at byte {offset}")
-            out[_local(tile, region)] = data
+            if runs is None:  # rows too short to read in place: one gathered copy
+                view[...] = np.frombuffer(into[0], out.dtype).reshape(view.shape)
+            # each tile is read once: its pages are dead, room for the ones still to be read
+            os.posix_fadvise(fd, offset, view.nbytes, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
     return out
