@@ -53,10 +53,11 @@ def descriptors(reader: Any, buf, start: int, stride: int, n: int, first: int):
     return counts, offsets, sizes
 
 
-def _heap(reader: Any, lo: int, hi: int) -> np.ndarray:
+def _heap(reader: Any, lo: int, hi: int, populate: bool = True) -> np.ndarray:
     if hi <= lo:
         return np.zeros(0, np.uint8)
-    return reader.source.map(reader.offset + reader.heap_offset + lo, hi - lo)
+    at = reader.offset + reader.heap_offset + lo
+    return reader.source.map(at, hi - lo, populate=populate)
 
 
 def _runs(reader: Any, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -67,7 +68,9 @@ def _runs(reader: Any, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.uint8)
     ends = offsets + sizes
     lo, hi = int(offsets.min()), int(ends.max())
-    heap = _heap(reader, lo, hi)
+    # pre-faulted when the runs fill most of their range; the arrays of a few filtered rows
+    # touch only their own pages of it
+    heap = _heap(reader, lo, hi, populate=2 * int(sizes.sum()) >= hi - lo)
     if np.array_equal(offsets[1:], ends[:-1]):
         return heap[offsets[0] - lo : ends[-1] - lo]  # in row order, back to back: one slice
     out = np.empty(int(sizes.sum()), np.uint8)
