@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +25,8 @@ import dfits
 from dfits.demo import make_cube
 from dfits.jupyter.explore_model import ExploreModel
 
+from . import explore_browser as b
+
 # float32: the issue's "1k × 1k plane" figure. DFITS_EXPLORE_SHAPE="48,4096,4096" and
 # DFITS_EXPLORE_VIEW=1024 measure other sizes (the docs' screenshots come from the default)
 DEFAULT = ((48, 1024, 1024), 512)
@@ -37,52 +37,17 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "explore"
 VENV_BIN = Path(sys.executable).parent
 
 
-def _tools() -> tuple[str, str]:
-    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not chrome or not driver:
-        pytest.skip("chromium and chromium-driver are not installed (apt-get install them)")
-    pytest.importorskip("selenium", reason="selenium is not installed (pip install selenium)")
-    pytest.importorskip("voila", reason="voila is not installed (pip install voila)")
-    pytest.importorskip("anywidget", reason="anywidget is not installed")
-    return chrome, driver
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _notebook(folder: Path, cube: str) -> Path:
-    import nbformat
-
-    code = f"import dfits\nw = dfits.explore({cube!r}, view=({VIEW}, {VIEW}))\nw"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    path = folder / "explore.ipynb"
-    nbformat.write(nb, path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    chrome, driver = _tools()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
+    chrome, driver = b.tools("voila")
     folder = tmp_path_factory.mktemp("explore")
     cube = make_cube(str(folder / "cube.fits"), SHAPE)
     if RICE:
         plain, cube = cube, str(folder / "rice.fits")
         dfits.to_fits(dfits.open(plain)[0].data, cube, compression="RICE_1")
         os.remove(plain)
-    nb = _notebook(folder, cube)
-    port = _port()
+    nb = b.notebook(folder, cube, VIEW)
+    port = b.free_port()
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     log = open(folder / "voila.log", "wb")  # noqa: SIM115  (closed at teardown)
     server = subprocess.Popen(
@@ -90,12 +55,7 @@ def page(tmp_path_factory):
          "--Voila.ip=127.0.0.1", "--show_tracebacks=True"],
         cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chrome
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1100,1000"):  # fmt: skip
-        opts.add_argument(arg)
-    browser = webdriver.Chrome(service=Service(driver), options=opts)
+    browser = b.chromium(chrome, driver)
     try:
         _open(browser, port, server, folder)
         yield browser, cube
@@ -108,38 +68,10 @@ def page(tmp_path_factory):
 
 def _open(browser, port: int, server, folder: Path) -> None:
     deadline = time.monotonic() + 150
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail((folder / "voila.log").read_text()[-3000:])
-            time.sleep(0.5)
+    b.wait_for_port(port, server, folder / "voila.log", deadline)
     browser.get(f"http://127.0.0.1:{port}/")
-    _wait(browser, "return (+document.querySelector('.dfx-canvas')?.dataset.draws || 0) >= 1",
-          deadline, (folder / "voila.log"))  # fmt: skip
-
-
-def _wait(browser, script: str, deadline: float, log: Path | None = None):
-    while time.monotonic() < deadline:
-        value = browser.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.05)
-    text = log.read_text()[-3000:] if log else ""
-    errors = browser.execute_script("return document.querySelector('.dfx-error')?.textContent")
-    pytest.fail(f"timed out waiting for: {script}\nwidget error: {errors}\n{text}")
-
-
-def _draws(browser) -> int:
-    return int(
-        browser.execute_script("return +document.querySelector('.dfx-canvas').dataset.draws")
-    )
-
-
-def _pixels(browser) -> str:
-    return browser.execute_script("return document.querySelector('.dfx-canvas').toDataURL()")
+    b.wait(browser, "return (+document.querySelector('.dfx-canvas')?.dataset.draws || 0) >= 1",
+           deadline, folder / "voila.log")  # fmt: skip
 
 
 def _shot(browser, name: str) -> None:
@@ -160,15 +92,14 @@ def _shot(browser, name: str) -> None:
 
 def test_explorer_in_a_real_browser(page):
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 
     browser, cube = page
     model = ExploreModel(cube, view=(VIEW, VIEW))
     section = model.source.section  # the image HDU (HDU 1 of a compressed file)
-    q = "document.querySelector"
+    q = b.Q
     canvas = browser.find_element("css selector", ".dfx-canvas")
-    first = _pixels(browser)
+    first = b.pixels(browser)
     start = int(canvas.get_attribute("data-channel"))
 
     # the slider: one plane per move (down 20 channels and back), label = the channel's
@@ -176,27 +107,17 @@ def test_explorer_in_a_real_browser(page):
     slider = browser.find_element("css selector", ".dfx-slider")
     expected, moves = start, min(20, start)
     for move in [-1] * moves + [1] * moves:
-        before, expected = _draws(browser), expected + move
-        slider.send_keys(Keys.ARROW_LEFT if move < 0 else Keys.ARROW_RIGHT)
-        _wait(
-            browser,
-            f"return +{q}('.dfx-canvas').dataset.draws > {before} && "
-            f"+{q}('.dfx-canvas').dataset.channel === {expected}",
-            time.monotonic() + 30,
-        )
+        expected += move
+        b.move_slider(browser, slider, move, expected)
         if expected == start - moves:
-            assert _pixels(browser) != first
+            assert b.pixels(browser) != first
             assert canvas.get_attribute("data-label") == model.channel_label(expected)
     assert canvas.get_attribute("data-label") == model.channel_label(start)
     assert browser.find_element("css selector", ".dfx-label").text == model.channel_label(start)
     _shot(browser, "channel.png")
 
     # a click: the drawn spectrum is hdu.section[:, y, x]
-    ActionChains(browser).move_to_element_with_offset(canvas, 40, -60).click().perform()
-    where = _wait(browser, f"return {q}('.dfx-spectrum').dataset.box === '0' && "
-                  f"{q}('.dfx-spectrum').dataset.where", time.monotonic() + 30)  # fmt: skip
-    y, x = (int(v) for v in where.split(","))
-    drawn = json.loads(browser.execute_script(f"return {q}('.dfx-spectrum').dataset.values"))
+    (y, x), drawn = b.spectrum_at(browser, canvas, 40, -60)
     want = section[:, y, x]
     np.testing.assert_array_equal(np.array(drawn, dtype=float), want.astype(float))
     assert SHAPE[1] // 2 < y < SHAPE[1]  # above the centre: origin lower left
@@ -205,7 +126,7 @@ def test_explorer_in_a_real_browser(page):
     # a box: its mean spectrum
     ActionChains(browser).move_to_element_with_offset(canvas, -80, -80).click_and_hold() \
         .move_by_offset(60, 50).release().perform()  # fmt: skip
-    where = _wait(browser, f"return {q}('.dfx-spectrum').dataset.box === '1' && "
+    where = b.wait(browser, f"return {q}('.dfx-spectrum').dataset.box === '1' && "
                   f"{q}('.dfx-spectrum').dataset.where", time.monotonic() + 30)  # fmt: skip
     y0, y1, x0, x1 = (int(v) for v in where.split(","))
     assert y1 > y0
@@ -219,11 +140,11 @@ def test_explorer_in_a_real_browser(page):
     _shot(browser, "box.png")
 
     # the stretch: redrawn in the browser, nothing read
-    before, image = _draws(browser), _pixels(browser)
+    before, image = b.draws(browser), b.pixels(browser)
     Select(browser.find_element("css selector", ".dfx-stretch")).select_by_value("log")
-    _wait(browser, f"return {q}('.dfx-canvas').dataset.stretch === 'log' && "
+    b.wait(browser, f"return {q}('.dfx-canvas').dataset.stretch === 'log' && "
           f"+{q}('.dfx-canvas').dataset.draws > {before}", time.monotonic() + 10)  # fmt: skip
-    assert _pixels(browser) != image
+    assert b.pixels(browser) != image
     _shot(browser, "stretch-log.png")
 
     lat = browser.execute_script(f"return {q}('.dfits-explore').__dfits.lat")

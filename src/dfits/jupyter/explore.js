@@ -91,6 +91,10 @@ function controls(root, info, model) {
   if (info.nchan <= 1) [c.play, c.slider, c.slab, c.mom0].forEach((e) => (e.style.display = "none"));
   c.stretch.value = model.get("stretch");
   c.cmap.value = model.get("cmap");
+  // JupyterLab and Notebook 7 (Lumino) bind the arrow keys, Space and more to the notebook
+  // wherever a focused element is not editable: a control marked so is skipped when they
+  // match a shortcut, and its keys move the slider and the selections as in any page
+  Object.values(c).forEach((e) => e.setAttribute("data-lm-suppress-shortcuts", "true"));
   return c;
 }
 
