@@ -7,7 +7,8 @@ What lives here, from the bytes up:
 * :mod:`~dfits.tables.columns`: :class:`~dfits.tables.columns.ColumnReader`, one column read
   by blocks of rows (the :class:`~dfits.array.reader.Reader` of ``hdu.column``);
 * :mod:`~dfits.tables.reduce`: ``hdu.aggregate``, several columns reduced in one pass;
-* :mod:`~dfits.tables.rowdecode`: many numeric columns swapped out of the rows in one pass;
+* :mod:`~dfits.tables.rowdecode`: the one route of eager reads of several columns (``read``,
+  ``to_pandas``, ``to_arrow``, row filters): one map per span of rows for every column;
 * :mod:`~dfits.tables.frames`: pandas, Arrow and dask DataFrames;
 * :mod:`~dfits.tables.access`: :class:`~dfits.tables.access.TableAccess`, the table methods
   of an HDU (``hdu.columns``, ``hdu[name]``, ``hdu.column``, ``aggregate``, ``to_pandas``...).
