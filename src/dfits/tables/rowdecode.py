@@ -277,6 +277,9 @@ class _Whole:
 
     def add(self, values: np.ndarray, nulls: np.ndarray | None) -> None:
         v, m = self.values, len(values)
+        if self.n is not None and v is None and m == self.n:
+            self.values, self.nulls, self.at = values, nulls, m  # one span: the part is whole
+            return
         if self.n is not None and v is None:
             v = self.values = np.empty((self.n, *values.shape[1:]), values.dtype)
         if v is None or v.dtype != values.dtype or v.shape[1:] != values.shape[1:]:
