@@ -1,5 +1,11 @@
 """Fuzz campaigns: ``./run fuzz --cases N --seed S [--start K] [--seconds T] [--out DIR]
-[--profile extended]``.
+[--profile extended] [--mix both|images|tables]``.
+
+Case ``k`` is an image case (:func:`tests.fuzz.mutate.mutated`) or a table case
+(:func:`tests.fuzz.tablemutate.mutated_table`, every table route against astropy):
+``--mix both`` (the default) makes every fourth case, ``k % 4 == 3``, a table case;
+``--mix images`` is the stream before issue 44 (every case an image case: the case numbers
+of older reproducers), ``--mix tables`` every case a table case.
 
 Cases ``K .. K+N-1`` of seed ``S`` (see :func:`tests.fuzz.mutate.mutated`) run in a worker
 process (:mod:`tests.fuzz.worker`); a case still running after ``--timeout`` seconds is a
@@ -30,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fuzz.check import FAILURES, check_file
-from tests.fuzz.mutate import PROFILES, mutated
+from tests.fuzz.mutate import PROFILES
+from tests.fuzz.worker import case_of
 
 __all__ = ["Campaign", "main", "run_campaign"]
 
@@ -44,14 +51,22 @@ _FAILED = (*FAILURES, "crash")
 #: outcomes that leave a reproducer: the failures, and astropy hanging on bytes dfits read
 #: (not a dfits failure, but the comparison never happened: the file is worth a look)
 _REPRODUCED = (*_FAILED, "oracle_hang")
+#: ``--mix``: which cases are table cases
+MIXES = ("both", "images", "tables")
+
+
+def is_table(case: int, mix: str = "both") -> bool:
+    """Whether case ``case`` of a campaign of ``mix`` is a table case."""
+    return mix == "tables" or (mix == "both" and case % 4 == 3)
 
 
 class _Worker:
-    #: the mutation profile of the cases it is asked for
+    #: the mutation profile of the cases it is asked for, and which are table cases
     profile = "default"
+    mix = "both"
 
-    def __init__(self, profile: str = "default") -> None:
-        self.profile = profile
+    def __init__(self, profile: str = "default", mix: str = "both") -> None:
+        self.profile, self.mix = profile, mix
         env = dict(os.environ)
         paths = [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
@@ -121,7 +136,9 @@ class _Worker:
             return 0.0
 
     def _ask_once(self, seed: int, case: int, timeout: float) -> dict[str, Any]:
-        ask = json.dumps({"seed": seed, "case": case, "profile": self.profile}) + "\n"
+        table = is_table(case, self.mix)
+        ask = {"seed": seed, "case": case, "profile": self.profile, "table": table}
+        ask = json.dumps(ask) + "\n"
         self.proc.stdin.write(ask.encode())  # type: ignore[union-attr]
         phase = "dfits"
         deadline, waited = time.monotonic() + timeout, self.waited()
@@ -155,15 +172,23 @@ class _Worker:
 class Campaign:
     """Counts and reproducers of one run of consecutive cases."""
 
-    def __init__(self, seed: int, out: Path, profile: str = "default") -> None:
-        self.seed, self.out, self.profile = seed, out, profile
+    def __init__(self, seed: int, out: Path, profile: str = "default", mix: str = "both") -> None:
+        self.seed, self.out, self.profile, self.mix = seed, out, profile, mix
         self.counts: collections.Counter[str] = collections.Counter()
         self.failures: list[dict[str, Any]] = []
         self.reproduced: list[dict[str, Any]] = []
+        #: table cases, and table columns dfits read that no oracle could check
+        self.tables = 0
+        self.unchecked: collections.Counter[str] = collections.Counter()
+        self.held_until_gc = 0
 
     def record(self, answer: dict[str, Any]) -> None:
         kind = answer["kind"]
         self.counts[kind] += 1
+        self.tables += is_table(answer["case"], self.mix)
+        self.held_until_gc += bool(answer.get("held_until_gc"))
+        for text in answer.get("unchecked", []):
+            self.unchecked[text.split(":")[0] if "HDU" in text[:4] else "column"] += 1
         if kind in _FAILED:
             self.failures.append(answer)
         if kind in _REPRODUCED:
@@ -172,14 +197,17 @@ class Campaign:
 
     def _reproducer(self, answer: dict[str, Any]) -> None:
         case = answer["case"]
-        name, blob, ops = mutated(self.seed, case, self.profile)
+        name, blob, ops = case_of(self.seed, case, self.profile, is_table(case, self.mix))
         tail = "" if self.profile == "default" else f" --profile {self.profile}"
+        tail += "" if self.mix == "both" else f" --mix {self.mix}"
         stem = self.out / f"{self.seed}-{case}"
         self.out.mkdir(parents=True, exist_ok=True)
         stem.with_suffix(".fits").write_bytes(blob)
+        replay = " --tables" if is_table(case, self.mix) else ""
         text = (
             f"seed {self.seed} case {case}: {answer['kind']}\nseed file: {name}\n"
-            f"mutations: {ops}\nreplay: ./run fuzz --replay {stem}.fits\n"
+            f"table case: {is_table(case, self.mix)}\n"
+            f"mutations: {ops}\nreplay: ./run fuzz --replay {stem}.fits{replay}\n"
             f"   or: ./run fuzz --seed {self.seed} --start {case} --cases 1{tail}\n\n"
             f"{answer['detail']}\n"
         )
@@ -204,15 +232,17 @@ def run_campaign(
     log: Any = None,
     seconds: float | None = None,
     profile: str = "default",
+    mix: str = "both",
 ) -> Campaign:
     """Run cases ``start .. start + cases - 1`` of ``seed``; reproducers go to ``out``.
 
     With ``seconds``, stop after the case running when that time is up: ``campaign.ran``
     says how many cases ran (consecutive from ``start``). ``profile`` names the mutations
-    (:data:`tests.fuzz.mutate.PROFILES`).
+    (:data:`tests.fuzz.mutate.PROFILES`), ``mix`` which cases are table cases
+    (:func:`is_table`).
     """
-    campaign = Campaign(seed, out, profile)
-    worker = _Worker(profile)
+    campaign = Campaign(seed, out, profile, mix)
+    worker = _Worker(profile, mix)
     began = time.monotonic()
     try:
         for case in range(start, start + cases):
@@ -222,7 +252,7 @@ def run_campaign(
             campaign.record(answer)
             if answer["kind"] in ("hang", "oracle_hang", "crash"):
                 worker.kill()
-                worker = _Worker(profile)
+                worker = _Worker(profile, mix)
             done = case - start + 1
             if log is not None and (done % 100 == 0 or done == cases):
                 rate = done / (time.monotonic() - began)
@@ -241,25 +271,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="stop after this long (summary says where)")
     parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
     parser.add_argument("--replay", type=Path, help="run one file here and print the outcome")
-    parser.add_argument("--profile", choices=list(PROFILES), default="default",
-                        help="mutations: default, or extended (docs/fuzzing.md)")  # fmt: skip
+    parser.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default="default",
+        help="mutations: default, or extended (docs/fuzzing.md)",
+    )
+    parser.add_argument(
+        "--mix",
+        choices=MIXES,
+        default="both",
+        help="table cases: every fourth (both), none (images), all (tables)",
+    )
+    parser.add_argument("--tables", action="store_true",
+                        help="with --replay: read its tables through every route")  # fmt: skip
     args = parser.parse_args(argv)
     if args.replay is not None:
-        outcome = check_file(str(args.replay))
+        outcome = check_file(str(args.replay), tables=args.tables)
         print(f"{outcome.kind}\n{outcome.detail}\n" + "\n".join(outcome.errors))
         return int(outcome.kind in FAILURES)
     began = time.monotonic()
     campaign = run_campaign(
         args.seed, args.start, args.cases, args.out, args.timeout, sys.stderr, args.seconds,
-        args.profile,
+        args.profile, args.mix,
     )  # fmt: skip
     summary = {
         "seed": args.seed,
         "profile": args.profile,
+        "mix": args.mix,
         "start": args.start,
         "cases": campaign.ran,
         "seconds": round(time.monotonic() - began, 1),
         "counts": dict(campaign.counts),
+        "table_cases": campaign.tables,
+        "unchecked": dict(campaign.unchecked),
+        "held_until_gc": campaign.held_until_gc,
         "failures": [(a["case"], a["kind"]) for a in campaign.failures],
         "reproducers": [(a["case"], a["kind"]) for a in campaign.reproduced],
     }
@@ -267,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     name = f"summary-{args.seed}-{args.start}-{args.start + campaign.ran}.json"
     if args.profile != "default":
         name = name.replace("summary-", f"summary-{args.profile}-")
+    if args.mix != "both":
+        name = name.replace("summary-", f"summary-{args.mix}-")
     (args.out / name).write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["counts"]))
     return int(campaign.failed > 0)

@@ -10,6 +10,7 @@ traceback or the differing values.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import traceback
@@ -28,7 +29,7 @@ from dfits.format.cards import is_printable
 __all__ = ["Outcome", "check_file", "held", "read_with_dfits", "walk_header"]
 
 #: outcomes that fail a campaign
-FAILURES = ("escape", "mismatch", "hang", "memory", "warning", "descriptor")
+FAILURES = ("escape", "mismatch", "hang", "memory", "warning", "descriptor", "unnamed")
 
 
 @dataclass
@@ -38,6 +39,11 @@ class Outcome:
     kind: str = "ok"
     detail: str = ""
     errors: list[str] = field(default_factory=list)
+    #: table columns dfits read that no oracle could check (astropy refused them)
+    unchecked: list[str] = field(default_factory=list)
+    #: a table case whose file stayed mapped after close until the garbage collector ran
+    #: (a DataError's traceback in a reference cycle, see docs/fuzzing.md): noted, not failed
+    held_until_gc: bool = False
 
 
 @dataclass
@@ -322,21 +328,35 @@ def _differences(i: int, got: _Read, data: np.ndarray) -> list[str]:
     return out
 
 
-def check_file(path: str, before_oracle: Callable[[], None] | None = None) -> Outcome:
+def check_file(
+    path: str, before_oracle: Callable[[], None] | None = None, tables: bool = False
+) -> Outcome:
     """Run one file through dfits and the astropy comparison; never raises.
 
     ``before_oracle`` is called when dfits is done and astropy is about to read the file.
+    ``tables``: read every table HDU through every table route too, and compare those
+    (:mod:`tests.fuzz.tablecheck`: the campaign's table cases).
     """
+    from tests.fuzz.tablecheck import compare_tables, read_tables
+
     outcome = Outcome()
     try:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             reads = read_with_dfits(path, outcome)
+            table_reads = read_tables(path, outcome) if tables else {}
+        if tables:  # a table's data are its columns: the image walk's refusal is no finding
+            outcome.errors = [e for e in outcome.errors if "image data that dfits" not in e]
     except MemoryError:
         return Outcome("memory", traceback.format_exc(), outcome.errors)
     except Exception:
         return Outcome("escape", traceback.format_exc(), outcome.errors)
     left = held(path)
+    if left != (0, 0) and tables:
+        gc.collect(1)  # the case's own young cycles first: a full collection takes 0.5 s
+        if held(path) != (0, 0):
+            gc.collect()
+        outcome.held_until_gc, left = held(path) == (0, 0), held(path)
     if left != (0, 0):
         text = f"after close, {left[0]} descriptors and {left[1]} maps of the file were held"
         return Outcome("descriptor", text, outcome.errors)
@@ -346,11 +366,16 @@ def check_file(path: str, before_oracle: Callable[[], None] | None = None) -> Ou
             f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in foreign
         )
         return Outcome("warning", text, outcome.errors)
+    unnamed = [u for read in table_reads.values() for u in read.unnamed]
+    if unnamed:
+        return Outcome("unnamed", "\n".join(unnamed), outcome.errors)
     if before_oracle is not None:
         before_oracle()
     mismatch = compare(path, reads) if reads else ""
+    if table_reads:
+        mismatch += compare_tables(path, table_reads, outcome.unchecked)
     if mismatch:
-        return Outcome("mismatch", mismatch, outcome.errors)
+        return Outcome("mismatch", mismatch, outcome.errors, outcome.unchecked)
     if outcome.errors:
         outcome.kind = "dfits_error"
     return outcome

@@ -67,14 +67,14 @@ def test_worker_answers_are_not_lost_between_messages(tmp_path):
 def test_oracle_hang_leaves_a_reproducer_but_fails_nothing(tmp_path, kind, fails):
     # astropy hanging on bytes dfits read is not a dfits failure, but the values went
     # unchecked: seed 3's campaign met one and kept nothing to look at
-    result = Campaign(3, tmp_path)
+    result = Campaign(3, tmp_path, mix="images")  # case 7 is an image case only so
     result.record({"case": 7, "kind": kind, "detail": "during the astropy phase"})
     name, blob, _ = mutated(3, 7)
     assert (tmp_path / "3-7.fits").read_bytes() == blob
     text = (tmp_path / "3-7.txt").read_text()
     assert f"seed 3 case 7: {kind}" in text
     assert name in text
-    assert "--seed 3 --start 7 --cases 1" in text
+    assert "--seed 3 --start 7 --cases 1 --mix images" in text
     assert (result.failed, len(result.reproduced)) == (int(fails), 1)
 
 

@@ -7,7 +7,8 @@ capped (:data:`HEADROOM` above what warm-up used) and a case whose peak resident
 grows by more than :data:`GROWTH` is a memory blow-up: every seed is under a megabyte, so
 only an allocation sized by what a header claims can reach either bound.
 
-Protocol: ``{"seed": S, "case": k, "profile": P}`` in (``P`` optional, ``"default"``);
+Protocol: ``{"seed": S, "case": k, "profile": P, "table": T}`` in (``P`` optional,
+``"default"``; ``T`` true for a table case, :func:`tests.fuzz.tablemutate.mutated_table`);
 ``{"case": k, "phase": "astropy"}`` when dfits is done with it (so that a hang in the astropy
 comparison is told apart); then the outcome.
 """
@@ -24,6 +25,8 @@ import tempfile
 from tests.fuzz.check import check_file
 from tests.fuzz.mutate import mutated
 from tests.fuzz.seeds import seeds
+from tests.fuzz.tablemutate import mutated_table
+from tests.fuzz.tableseeds import table_seeds
 
 HEADROOM = 3 << 30
 GROWTH = 256 << 20
@@ -52,6 +55,15 @@ def warm_up(path: str) -> None:
         with open(path, "wb") as out:
             out.write(blob)
         check_file(path)
+    for _, blob in table_seeds():
+        with open(path, "wb") as out:
+            out.write(blob)
+        check_file(path, tables=True)
+
+
+def case_of(seed: int, case: int, profile: str, table: bool) -> tuple[str, bytes, list[str]]:
+    """The seed file's name, bytes and mutations of one case (image or table)."""
+    return mutated_table(seed, case) if table else mutated(seed, case, profile)
 
 
 def main() -> None:
@@ -65,11 +77,13 @@ def main() -> None:
     for line in sys.stdin:
         ask = json.loads(line)
         seed, case = ask["seed"], ask["case"]
-        name, blob, ops = mutated(seed, case, ask.get("profile", "default"))
+        table = bool(ask.get("table"))
+        name, blob, ops = case_of(seed, case, ask.get("profile", "default"), table)
         with open(path, "wb") as out:
             out.write(blob)
         before = _rss()
-        outcome = check_file(path, functools.partial(_say, {"case": case, "phase": "astropy"}))
+        said = functools.partial(_say, {"case": case, "phase": "astropy"})
+        outcome = check_file(path, said, tables=table)
         grown = _rss() - before
         if grown > GROWTH + len(blob) and outcome.kind in ("ok", "dfits_error"):
             outcome.kind, outcome.detail = "memory", f"peak RSS grew by {grown} bytes"
@@ -80,6 +94,8 @@ def main() -> None:
             "kind": outcome.kind,
             "detail": outcome.detail,
             "errors": outcome.errors[:5],
+            "unchecked": outcome.unchecked[:5],
+            "held_until_gc": outcome.held_until_gc,
         }
         _say(answer)
 

@@ -1,0 +1,435 @@
+"""The table half of a fuzz case: every table route of dfits against astropy (issue 44).
+
+:func:`read_tables` reads every table HDU through each route a user has, column by column
+where the route is per column: ``hdu.column(name)``, ``hdu.data[name]``, ``hdu.read()``,
+``hdu.data[rows]``, ``to_pandas()``, ``to_arrow()``, ``hdu.where`` and ``read(where=)``.
+A route may raise a :class:`dfits.DfitsError` (noted, as for images), and its message must
+name the file and the HDU (``unnamed`` fails the case). :func:`compare_tables` then holds
+every value read against astropy's: the file's own table, or for a tile-compressed table
+(ZTABLE) the plain table :func:`tests.fuzz.ztable.rebuild` decodes without dfits. Every
+column kind is compared, none dropped.
+
+The per-column comparison is the route tests' :func:`tests.tables.test_access.check_column`
+on astropy's values decoded as dfits decodes (:func:`tests.tablefiles.astropy_decoded`:
+TNULLn cells and blank ASCII integers as NaN), after the oracle rules below, which
+:func:`oracle_value` applies. They are astropy's known table quirks, where dfits gives the
+same values in another form, or where astropy reads what dfits rightly refuses:
+
+1. **A with TZERO -128 on B** (int8): astropy's table gives float64, dfits int8 (as for
+   images); compared as int8 when every value is one.
+2. **Widened ASCII A fields**: astropy widens an A field to the next TBCOLn; the text is the
+   same, trailing blanks stripped (:func:`tests.tables.test_routes._astropy_as_mapped`).
+3. **Logical NULs**: astropy reads a NUL logical as False with a warning, as dfits does; the
+   oracle's warnings are astropy's and are ignored.
+4. **TNULLn**: what astropy's column definition holds (not dfits' reading of the card)
+   decides the nulls of the oracle; astropy keeps a TNULLn outside the type's range, which
+   matches no stored value, so it nulls nothing either way.
+5. **astropy refuses, dfits reads**: no oracle for that column (counted as ``unchecked``).
+   **dfits refuses, astropy reads**: allowed ("dfits refuses", never an escape).
+6. **Scaled K** (TZEROn not 2**63): astropy 7/8 raises (its ``bzero64`` bug);
+   ``astropy_decoded`` computes stored * TSCALn + TZEROn in float64 as astropy would.
+7. **Complex and float NaN**: equal when both are NaN (payloads aside).
+8. **PA/QA cells**: astropy gives each row's characters as an array, dfits the row's
+   string; the oracle joins the characters (blanks inside kept) and strips the end, as
+   ``check_column`` does.
+9. **A ZTABLE column whose cells do not decode** (the oracle's decoder refuses them): dfits
+   must refuse that column on every route that reads those tiles (``read(where=)`` may
+   select rows of other tiles only); values are a ``mismatch``.
+10. **TSCALn/TZEROn of a P/Q column** scale the elements of its arrays (the standard,
+    cfitsio and dfits); astropy ignores them: the oracle scales astropy's stored elements.
+11. **No rows**: astropy's empty column of a TDIMn cell has no cell axes; dfits' keeps
+    them. Both must have no rows.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import dfits
+
+__all__ = ["TableRead", "compare_tables", "oracle_value", "read_tables"]
+
+#: routes read per column (each its own compute; ``data[name]`` is checked to be the same
+#: graph) and whole-table routes
+COLUMN_ROUTES = ("column", "data[name]")
+TABLE_ROUTES = ("read", "data[rows]", "to_pandas", "to_arrow", "read(where=)")
+
+
+@dataclass
+class TableRead:
+    """What dfits read of one table HDU: per route, per column, the values."""
+
+    columns: list[Any]
+    routes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: np.ndarray | None = None  # hdu.where's row numbers
+    rule: str = ""  # the where expression
+    unnamed: list[str] = field(default_factory=list)
+
+
+def _named(err: Exception, path: str, index: int) -> bool:
+    text = str(err)
+    return os.path.basename(path) in text and f"HDU {index}" in text
+
+
+def _route(read: TableRead, route: str, path: str, index: int, outcome: Any, call) -> Any:
+    try:
+        return call()
+    except dfits.DfitsError as err:
+        outcome.errors.append(f"HDU {index} {route}: {type(err).__name__}: {err}")
+        if not _named(err, path, index):
+            read.unnamed.append(f"HDU {index} {route}: {type(err).__name__}: {err}")
+        return None
+
+
+def _rule(columns: list[Any]) -> str:
+    """A where expression on the first plain numeric or logical column ("" if none)."""
+    for c in columns:
+        if c.code in "PQ" or c.shape or c.dtype.kind not in "biuf":
+            continue
+        name = "`" + c.name.replace("`", "") + "`"
+        return name if c.dtype.kind == "b" else f"{name} > 0"
+    return ""
+
+
+def _read_hdu(hdu: Any, path: str, outcome: Any) -> TableRead:
+    i = hdu.index
+    read = TableRead(list(hdu.columns))
+    names = [c.name for c in read.columns]
+    unique = [n for n in names if names.count(n) == 1]
+    data = _route(read, "data", path, i, outcome, lambda: hdu.data)
+    read.routes = {"column": {}}
+    for n in unique:
+        value = _route(read, f"column({n!r})", path, i, outcome, lambda n=n: _computed(hdu, n))
+        if value is not None:
+            read.routes["column"][n] = value
+        if data is not None and n == unique[0]:
+            # hdu.data[name] is hdu.column(name)'s graph (the same name: the same values);
+            # one column says so, its dask graph costs milliseconds
+            same = _route(
+                read, f"data[{n!r}]", path, i, outcome, lambda n=n: _same_graph(hdu, data, n)
+            )
+            if same is False:
+                read.unnamed.append(f"HDU {i}: data[{n!r}] is not the graph of column({n!r})")
+    whole = {
+        "read": hdu.read,
+        "data[rows]": lambda: hdu.data[:],
+        "to_pandas": hdu.to_pandas,
+        "to_arrow": hdu.to_arrow,
+    }
+    for route, call in whole.items():
+        value = _route(read, route, path, i, outcome, call)
+        if value is not None:
+            read.routes[route] = _per_column(route, value, read.columns)
+    read.rule = _rule(read.columns)
+    if read.rule:
+        read.rows = _route(read, "where", path, i, outcome, lambda: hdu.where(read.rule))
+        value = _route(read, "read(where=)", path, i, outcome, lambda: hdu.read(where=read.rule))
+        if value is not None:
+            read.routes["read(where=)"] = _per_column("read", value, read.columns)
+    return read
+
+
+def _computed(hdu: Any, name: str) -> Any:
+    # one thread: the values are the scheduler's business, not the fuzz's (as the image walk)
+    return hdu.column(name).compute(scheduler="sync")
+
+
+def _same_graph(hdu: Any, data: Any, name: str) -> bool:
+    return data[name].name == hdu.column(name).name
+
+
+def read_tables(path: str, outcome: Any) -> dict[int, TableRead]:
+    """Every table HDU of ``path`` read through every route (DfitsErrors noted in
+    ``outcome``; anything else propagates: an escape)."""
+    out: dict[int, TableRead] = {}
+    try:
+        f = dfits.open(path)
+    except dfits.DfitsError:
+        return out  # read_with_dfits noted it
+    with f:
+        for hdu in f:
+            if hdu.kind not in ("bintable", "table"):
+                continue
+            try:
+                _ = hdu.columns
+            except dfits.DfitsError as err:
+                outcome.errors.append(f"HDU {hdu.index} columns: {type(err).__name__}: {err}")
+                continue
+            out[hdu.index] = _read_hdu(hdu, path, outcome)
+    return out
+
+
+# -- the oracle ----------------------------------------------------------------------------
+@dataclass
+class _Null:
+    """The column as astropy defines its nulls and scaling (rule 4), for astropy_decoded."""
+
+    name: str
+    dtype: np.dtype
+    code: str
+    ascii: bool
+    null: Any
+    scale: float
+    zero: float
+
+
+def oracle_value(data: Any, acol: Any, c: Any) -> Any:
+    """astropy's values of dfits column ``c`` (astropy's column ``acol`` of ``data``) as
+    dfits gives them, after the oracle rules of this module's docstring."""
+    from tests.tablefiles import astropy_decoded
+    from tests.tables.test_routes import _astropy_as_mapped
+
+    if c.code in "PQ" and c.form.element == "A":  # rule 8
+        return ["".join(np.asarray(v).astype(str)).rstrip(" \x00") for v in data[c.name]]
+    if c.code in "PQ":
+        return _scaled_arrays(list(data[c.name]), acol, c)
+    null = acol.null if isinstance(acol.null, (int, np.integer)) else c.null
+    if c.ascii:
+        null = acol.null
+    bscale = 1.0 if acol.bscale is None else acol.bscale
+    bzero = 0.0 if acol.bzero is None else acol.bzero
+    view = _Null(c.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
+    want = astropy_decoded(data, view)
+    if c.dtype == np.int8 and np.asarray(want).dtype.kind == "f":  # rule 1
+        want = np.asarray(want)
+        if not np.array_equal(want, want.astype(np.int8)):
+            return want
+        return want.astype(np.int8)
+    if c.dtype.kind == "U":  # rule 2
+        return _astropy_as_mapped(np.asarray(want), c.dtype, c.name)
+    return want
+
+
+def _scaled_arrays(arrays: list, acol: Any, c: Any) -> list:
+    """Rule 10: TSCALn/TZEROn of a P/Q column scale its arrays' elements (the standard,
+    cfitsio, dfits); astropy ignores them. The oracle scales astropy's stored elements into
+    dfits' element dtype: float64 for a scale, the unsigned type for the offset of
+    the unsigned convention."""
+    scale = 1.0 if acol.bscale is None else acol.bscale
+    zero = 0.0 if acol.bzero is None else acol.bzero
+    element = c.element_dtype
+    if (scale, zero) == (1, 0) or element.kind not in "iuf":
+        return arrays
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if element.kind == "f":
+            out.append((a.astype(np.float64) * scale + zero).astype(element))
+        else:  # an integer offset (unsigned): exact in Python integers
+            out.append(np.array([int(v) * int(scale) + int(zero) for v in a.ravel()], object)
+                       .reshape(a.shape).astype(element))  # fmt: skip
+    return out
+
+
+def _per_column(route: str, table: Any, columns: list[Any]) -> dict[str, Any]:
+    """A whole-table route's result as numpy cells per column, read now: the result itself
+    is let go before the descriptor check (an Arrow table of some kinds keeps a reference
+    to the file's mapped rows after close; see docs/fuzzing.md)."""
+    names = _names(table)
+    return {c.name: _as_numpy(route, table, c) for c in columns if names.count(c.name) == 1}
+
+
+def _as_numpy(route: str, table: Any, c: Any) -> Any:
+    """One column of a whole-table route's result, as numpy cells (nulls as NaN)."""
+    if route in ("read", "read(where=)"):
+        return table[c.name]
+    if route == "data[rows]":
+        return table[c.name]
+    if route == "to_pandas":
+        series = table[c.name]
+        if str(series.dtype)[:3] in ("Int", "UIn"):
+            return series.to_numpy(np.float64, na_value=np.nan)
+        return series.to_numpy()
+    column = table[c.name].combine_chunks()  # to_arrow: back to Python cells
+    return _cells(_arrow_cells(column.to_pylist(), c))
+
+
+def _arrow_cells(cells: list, c: Any) -> list:
+    out = []
+    for cell in cells:
+        if cell is None:
+            out.append(np.nan)
+        elif isinstance(cell, list) and c.dtype.kind == "c":
+            pairs = np.array(cell, np.float64)
+            out.append(complex(pairs[0], pairs[1]))
+        elif isinstance(cell, list):
+            flat = np.array([np.nan if v is None else v for v in _flatten(cell)])
+            out.append(flat)
+        else:
+            out.append(cell)
+    return out
+
+
+def _flatten(cell: list) -> list:
+    out = []
+    for v in cell:
+        out.extend(_flatten(v) if isinstance(v, list) else [v])
+    return out
+
+
+def _equal(got: Any, want: Any) -> bool:
+    """Values equal, cell by cell where cells are arrays, NaN equal to NaN."""
+    if isinstance(want, str) or isinstance(got, str):
+        return str(got).rstrip(" \x00") == str(want).rstrip(" \x00")
+    g, w = _cells(got), _cells(want)
+    if g.dtype == object or w.dtype == object:
+        g, w = _rows(g), _rows(w)
+        if len(g) != len(w):
+            return False
+        return all(_equal(a, b) for a, b in zip(g, w, strict=True))
+    if g.dtype.kind in "SU" or w.dtype.kind in "SU":
+        g, w = np.char.rstrip(g.astype(str)), np.char.rstrip(w.astype(str))
+        return g.shape == w.shape and bool(np.all(g == w))
+    if g.size != w.size:
+        return False
+    g, w = g.reshape(-1), w.reshape(-1)
+    if g.dtype.kind in "biu" and w.dtype.kind in "biu":
+        return bool(np.array_equal(g.astype(object), w.astype(object)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g, w = g.astype(np.complex128), w.astype(np.complex128)
+        return bool(np.array_equal(g, w, equal_nan=True))
+
+
+def _rows(values: np.ndarray) -> list:
+    """The cells of a column, one per row (a 2-D array of cells: its rows)."""
+    if not values.ndim:
+        return [values[()]]
+    return list(values)
+
+
+def _cells(values: Any) -> np.ndarray:
+    """``values`` as an array; a list of cells (P/Q arrays) as a 1-d object array."""
+    if isinstance(values, list):
+        out = np.empty(len(values), object)
+        out[:] = [np.asarray(v) if isinstance(v, (list, np.ndarray)) else v for v in values]
+        return out
+    return np.asarray(values)
+
+
+def _oracle(path: str, index: int) -> tuple[Any, int, dict[str, str]]:
+    """astropy's file holding the table, the table's index in it (a rebuilt plain file for
+    a ZTABLE) and the columns whose cells do not decode."""
+    from astropy.io import fits
+
+    from tests.fuzz.ztable import rebuild
+
+    hdul = fits.open(path, memmap=False)
+    if hdul[index].header.get("ZTABLE") is not True:
+        return hdul, index, {}
+    hdul.close()
+    rebuilt = rebuild(path, index)
+    copy = str(Path(path).with_suffix(".ztable-plain.fits"))
+    Path(copy).write_bytes(rebuilt.blob)
+    return fits.open(copy, memmap=False), 1, rebuilt.corrupt
+
+
+def _compare_hdu(path: str, index: int, read: TableRead, unchecked: list[str]) -> list[str]:
+    from tests.fuzz.ztable import NoOracle
+    from tests.tables.test_access import check_column
+
+    try:
+        hdul, at, corrupt = _oracle(path, index)
+    except NoOracle as err:
+        unchecked.append(f"HDU {index}: no ZTABLE oracle ({err})")
+        return []
+    except Exception:  # astropy cannot read the file or the HDU: no oracle (rule 5)
+        unchecked.append(f"HDU {index}: astropy cannot open it")
+        return []
+    problems = []
+    with hdul:
+        try:
+            data, acols = hdul[at].data, hdul[at].columns
+        except Exception:
+            unchecked.append(f"HDU {index}: astropy cannot read its table")
+            return []
+        for c in read.columns:
+            problems += _compare_column(read, c, data, acols, corrupt, unchecked, check_column)
+    return [f"HDU {index}: {p}" for p in problems]
+
+
+def _want(data: Any, acols: Any, c: Any) -> Any:
+    if data is None:
+        return np.zeros((0, *c.shape), c.dtype) if c.code not in "PQ" else []
+    names = [a.name for a in acols]
+    if names.count(c.name) != 1:
+        raise LookupError(c.name)
+    return oracle_value(data, acols[c.name], c)
+
+
+def _compare_column(read, c, data, acols, corrupt, unchecked, check_column) -> list[str]:
+    got = {r: v[c.name] for r, v in read.routes.items() if c.name in v}
+    if not got:
+        return []
+    if c.name in corrupt:  # rule 9: only the rows a route read count (where=)
+        out = []
+        for route in sorted(got):
+            why = corrupt[c.name].hit(read.rows if route == "read(where=)" else None)
+            if why:
+                out.append(f"{c.name}: read by {route} but its cells do not decode: {why}")
+        got = {r: v for r, v in got.items() if r == "read(where=)"} if not out else {}
+        if out or not got:
+            return out
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # astropy's own (rule 3)
+            want = _want(data, acols, c)
+    except Exception as err:  # rule 5: astropy refuses, dfits reads
+        unchecked.append(f"{c.name}: astropy: {type(err).__name__}: {err}"[:200])
+        return []
+    if len(want) == 0:  # rule 11: astropy's empty columns drop the cell shape
+        return [f"{c.name} via {r}: {len(v)} rows, astropy none" for r, v in got.items() if len(v)]
+    out = []
+    for route, value in got.items():
+        expect = want
+        if route == "read(where=)" and read.rows is not None:
+            expect = [want[k] for k in read.rows] if isinstance(want, list) else want[read.rows]
+        if route == "column" and not (c.code in "PQ" and c.form.element == "A"):
+            try:
+                check_column(value, expect, c.name)
+            except AssertionError as err:
+                out.append(f"{c.name} via {route}: {err}"[:2000])
+            continue
+        if not _equal(value, expect):
+            out.append(f"{c.name} via {route}: {value!r} but astropy {expect!r}"[:2000])
+    if read.rule and read.rows is not None and "column" in got:
+        out += _check_where(read, c, got["column"])
+    return out
+
+
+def _check_where(read: TableRead, c: Any, values: Any) -> list[str]:
+    """hdu.where's rows are those where the rule column's values say True."""
+    if _rule([c]) != read.rule:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mask = values if values.dtype.kind == "b" else values > 0
+    want = np.flatnonzero(mask)
+    if not np.array_equal(read.rows, want):
+        return [f"where({read.rule!r}) gave {read.rows!r}, the column {want!r}"]
+    return []
+
+
+def _names(table: Any) -> list[str]:
+    if hasattr(table, "column_names"):
+        return list(table.column_names)
+    if hasattr(table, "dtype") and table.dtype.names:
+        return list(table.dtype.names)
+    return list(table.keys()) if hasattr(table, "keys") else list(table)
+
+
+def compare_tables(path: str, tables: dict[int, TableRead], unchecked: list[str]) -> str:
+    """Differences between dfits's table reads and astropy's ("" when none); columns
+    without an oracle are listed in ``unchecked``."""
+    problems = []
+    for index, read in tables.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            problems += _compare_hdu(path, index, read, unchecked)
+    return "\n".join(problems)
