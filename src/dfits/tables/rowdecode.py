@@ -47,6 +47,9 @@ __all__ = ["Keep", "Span", "decodable", "read_whole", "spans"]
 SPAN_BYTES = 64 << 20
 
 _PAGE = 4096
+#: Bytes of rows below which the kernel runs on the calling thread: handing out a small
+#: block (a small table, a filter's few matching rows) costs more than it saves
+_THREADED = 1 << 20
 _SIZES = {"B": 1, "I": 2, "J": 4, "K": 8, "E": 4, "D": 8}
 
 
@@ -152,7 +155,7 @@ class _Rows:
         if not self.picked or not m:
             return outs
         targets = [outs[k] for k in self.picked]
-        if self.pool is None:
+        if self.pool is None or block.nbytes < _THREADED:
             decode_fields(block, *self.fields, targets)
             return outs
         cuts = np.linspace(0, m, self.threads + 1).astype(np.int64).tolist()
