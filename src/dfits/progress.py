@@ -15,15 +15,33 @@ that end together, so the bar sits at 0 % until the very end. Where a bar is sho
 command line plans chunks small enough that each thread works through several of them
 (:data:`STEPS_PER_THREAD`), so the bar advances by sub-chunks of the default plan; big files
 already have that many chunks and keep dask's ``array.chunk-size``.
+
+:func:`work` and :func:`work_done` are how a bar sees inside a task whose graph was built
+before anyone asked for a bar (:func:`dfits.jupyter.compute`): a chunk function registers the
+values it will read and hands the counter to its kernel, which adds what it has read tile by
+tile (Numba, without the GIL); a display sums the fractions of the work in flight.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
-__all__ = ["STEPS_PER_THREAD", "ScanProgress", "bar_chunks", "interactive", "progress_chunk_size"]
+import numpy as np
+
+__all__ = [
+    "STEPS_PER_THREAD",
+    "ScanProgress",
+    "bar_chunks",
+    "interactive",
+    "progress_chunk_size",
+    "work",
+    "work_done",
+]
 
 #: chunks per thread that make a progress bar advance in visible steps
 STEPS_PER_THREAD = 8
@@ -61,6 +79,42 @@ def bar_chunks(shown: bool, nbytes: int) -> Any:
     default = parse_bytes(str(dask.config.get("array.chunk-size")))
     size = progress_chunk_size(nbytes, dask.system.CPU_COUNT, default)
     return contextlib.nullcontext() if size is None else dask.config.set({"array.chunk-size": size})
+
+
+#: the work in flight: counter -> total, for :func:`work_done`
+_WORK: dict[int, tuple[np.ndarray, int]] = {}
+_WORK_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def work(total: int) -> Iterator[np.ndarray]:
+    """Register ``total`` units of work in flight; yields the one-element int64 counter the
+    worker (a kernel) advances. Gone from :func:`work_done` when the block ends.
+
+    Examples
+    --------
+    >>> with work(8) as done:
+    ...     done[0] += 2
+    ...     round(work_done(), 2)
+    0.25
+    >>> work_done()
+    0.0
+    """
+    done = np.zeros(1, dtype=np.int64)
+    with _WORK_LOCK:
+        _WORK[id(done)] = (done, max(int(total), 1))
+    try:
+        yield done
+    finally:
+        with _WORK_LOCK:
+            del _WORK[id(done)]
+
+
+def work_done() -> float:
+    """The sum of the fractions done of the work in flight (in this process, all threads)."""
+    with _WORK_LOCK:
+        items = list(_WORK.values())
+    return float(sum(min(int(done[0]) / total, 1.0) for done, total in items))
 
 
 def interactive(stream: TextIO | None = None) -> bool:

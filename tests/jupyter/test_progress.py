@@ -1,14 +1,19 @@
-"""dfits.jupyter.progress.compute picks dask's ProgressBar or distributed.progress."""
+"""dfits.jupyter.progress.compute picks its WorkBar or distributed.progress; the bar advances
+inside the tasks of a graph of few large ones."""
 
 from __future__ import annotations
 
+import re
 import sys
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
 
 import dfits
+from dfits.demo import make_cube
+from dfits.jupyter import progress
 from dfits.jupyter.progress import compute, current_client
 from tests.test_progress import fake_ipython_with_kernel
 
@@ -51,3 +56,36 @@ def test_distributed_progress(cube_path, capsys):
         assert "Completed" in capsys.readouterr().out
     assert current_client(x) is None
     assert np.isfinite(total)
+
+
+def _percents(text: str) -> list[int]:
+    return [int(p) for p in re.findall(r"(\d+)% Completed", text)]
+
+
+@pytest.mark.parametrize(("case", "chunk_size"), [("spectral", "16MiB"), ("spatial", "8MiB")])
+def test_bar_advances_inside_few_large_tasks(tmp_path, capsys, monkeypatch, case, chunk_size):
+    """A smoothing then a moment 0 over a cube of four chunks (on dask's threads): the bar
+    takes several values before the first chunk task ends (the kernels in flight report
+    what they have read), never goes back, and ends at 100 %."""
+    import xarray as xr
+
+    path = make_cube(str(tmp_path / "cube.fits"), shape=(128, 256, 256))
+    monkeypatch.setattr(progress, "INTERVAL", 0.001)
+    with dask.config.set({"array.chunk-size": chunk_size}):
+        f = xr.open_dataarray(path, engine="dfits").fits
+        if case == "spectral":  # whole spectra: chunks of half the chunk size
+            smoothed = f.spectral_smooth(2.0)
+        else:  # whole planes, the file's chunks
+            smoothed = f.spatial_smooth(1.0, raise_error_jybm=False)
+    m0 = smoothed.fits.moment(0).data
+    assert smoothed.data.npartitions == 4
+    want = m0.compute()  # the kernels loaded: the bar below times the work alone
+    capsys.readouterr()
+    (got,) = compute(m0, progress=True, scheduler="threads")
+    shown = _percents(capsys.readouterr().out)
+    np.testing.assert_array_equal(got, want)
+    assert shown == sorted(shown)
+    assert shown[-1] == 100
+    # one chunk task of four (its combines weigh a tenth each) is ~22 %: values below it
+    # were drawn while no task had ended
+    assert len({p for p in shown if 0 < p < 20}) >= 2, sorted(set(shown))

@@ -123,3 +123,20 @@ def test_block_mean_empty_strided_and_bad_factor(spec):
     np.testing.assert_array_equal(block_mean(u, spec, 0, 4), [[6.0, 8.0], [18.0, 20.0]])
     with pytest.raises(ValueError, match="at least 1"):
         block_mean(u, spec, 0, 0)
+
+
+@pytest.mark.parametrize("spec", [e for e in sampled_encodings() if e.id == "f64"], indirect=True)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_progress_counts_every_value_read(spec, rng, axis):
+    """Both kernels add the values they read to ``progress[0]``: all of them by the end,
+    whatever the axis (a display reads the counter while they run)."""
+    stored = make_stored(spec, (5, 6, 2 * TILE + 3), rng)
+    u = stored.view("u8")
+    for run in (lambda p: convolve_axis(u, spec, axis, np.ones(3), progress=p),
+                lambda p: block_mean(u, spec, axis, 2, progress=p)):  # fmt: skip
+        done = np.zeros(1, np.int64)
+        plain = run(None)
+        np.testing.assert_array_equal(run(done), plain)  # the values do not change
+        assert done[0] == u.size
+    with pytest.raises(TypeError, match="one-element int64"):
+        convolve_axis(u, spec, axis, np.ones(3), progress=np.zeros(2, np.int64))

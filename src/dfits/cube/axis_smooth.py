@@ -146,9 +146,13 @@ def as_chunk(values: np.ndarray) -> Any:
 
 def _smooth_block(block: Any, *, axis: int, kernel: np.ndarray, keep_nan: bool, out: Any):
     from dfits.kernels.smooth import convolve_axis
+    from dfits.progress import work
 
     u, spec = native_values(block)
-    return as_chunk(convolve_axis(u, spec, axis, kernel, keep_nan=keep_nan, dtype=out))
+    # the kernel counts the values it has read: a progress bar advances inside this task
+    with work(u.size) as done:
+        values = convolve_axis(u, spec, axis, kernel, keep_nan=keep_nan, dtype=out, progress=done)
+    return as_chunk(values)
 
 
 def spectral_smooth(

@@ -56,9 +56,12 @@ def dim_name(obj: xr.DataArray, dim: Any) -> str:
 
 def _mean_block(block: Any, *, axis: int, factor: int, out: Any) -> Any:
     from dfits.kernels.smooth import block_mean
+    from dfits.progress import work
 
     u, spec = native_values(block)
-    return as_chunk(block_mean(u, spec, axis, factor, dtype=out))
+    # the kernel counts the values it has read: a progress bar advances inside this task
+    with work(u.size) as done:
+        return as_chunk(block_mean(u, spec, axis, factor, dtype=out, progress=done))
 
 
 def downsample_axis(

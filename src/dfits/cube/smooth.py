@@ -113,33 +113,37 @@ def _convolve_block(
 ) -> Any:
     """Convolve the (…, channel, y, x) planes of one overlapped block."""
     from dfits.kernels import decode
+    from dfits.progress import work
 
     start = block_info[0]["array-location"][-3][0] if block_info else 0
     u, spec = native_values(block)
     out = np.empty(u.shape, dtype=np.result_type(spec.physical, np.float32))
     kernels: dict[Any, np.ndarray] = {}  # each distinct kernel built once per task
     transforms: dict[Any, Any] = {}
-    for index in np.ndindex(*u.shape[:-2]):
-        channel = start + index[-1]
-        plan = plans[channel if len(plans) > 1 else 0]
-        factor = factors[channel if factors.size > 1 else 0]
-        # one plane decoded at a time (the FFTs work in float64)
-        plane = decode(u[index], spec)
-        if plan is None:
-            out[index] = plane
-            continue
-        key = plan if isinstance(plan, tuple) else id(plan)
-        if key not in kernels:
-            kernels[key] = _plane_kernel(plan, pixscale)
-        kernel = kernels[key]
-        if convolve is None:
-            smoothed = fft_convolve(plane.astype(np.float64), kernel, transforms)
-        else:  # the caller's astropy function, called as spectral-cube calls it
-            smoothed = convolve(
-                plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0,
-                **_their_options(convolve, plane.dtype),
-            )  # fmt: skip
-        out[index] = np.where(np.isnan(plane), np.nan, smoothed * factor)
+    # planes done so far: a progress bar advances inside this task (dfits.progress)
+    with work(int(np.prod(u.shape[:-2]))) as done:
+        for n, index in enumerate(np.ndindex(*u.shape[:-2])):
+            done[0] = n
+            channel = start + index[-1]
+            plan = plans[channel if len(plans) > 1 else 0]
+            factor = factors[channel if factors.size > 1 else 0]
+            # one plane decoded at a time (the FFTs work in float64)
+            plane = decode(u[index], spec)
+            if plan is None:
+                out[index] = plane
+                continue
+            key = plan if isinstance(plan, tuple) else id(plan)
+            if key not in kernels:
+                kernels[key] = _plane_kernel(plan, pixscale)
+            kernel = kernels[key]
+            if convolve is None:
+                smoothed = fft_convolve(plane.astype(np.float64), kernel, transforms)
+            else:  # the caller's astropy function, called as spectral-cube calls it
+                smoothed = convolve(
+                    plane, kernel, normalize_kernel=True, boundary="fill", fill_value=0.0,
+                    **_their_options(convolve, plane.dtype),
+                )  # fmt: skip
+            out[index] = np.where(np.isnan(plane), np.nan, smoothed * factor)
     return as_chunk(out)
 
 

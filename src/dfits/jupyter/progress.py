@@ -3,8 +3,16 @@
 * a ``distributed.Client`` is the scheduler dask would use → the work is submitted with
   ``client.compute`` and followed with ``distributed.progress`` (a widget in a notebook when
   ipywidgets is installed, else a text bar);
-* otherwise (threads, processes, synchronous) → ``dask.compute`` under
-  ``dask.diagnostics.ProgressBar``.
+* otherwise (threads, processes, synchronous) → ``dask.compute`` under :class:`WorkBar`,
+  dask's text bar that also advances *inside* tasks.
+
+Why not dask's own ``ProgressBar``: it counts finished tasks, and a graph built before any
+bar was asked for may hold few, large ones (a smoothing then a moment map over a cube of four
+chunks is four chunk tasks on two threads): it sits at 0 % for half the run, then jumps.
+:class:`WorkBar` uses dask's public callbacks (``start_state``, ``posttask``, ``finish``) for
+the tasks, and adds the fractions that the kernels of the tasks in flight report through
+:func:`dfits.progress.work_done` (the smoothing kernels count the values they have read,
+tile by tile). Tasks that report nothing advance the bar when they end.
 
 By default progress is shown only where it is watched (a Jupyter kernel or a terminal,
 :func:`dfits.progress.interactive`): a script logging to a file gets no ``\r`` updates.
@@ -18,11 +26,21 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import Any
+import threading
+import time
+from typing import Any, TextIO
 
-from dfits.progress import interactive
+from dask.callbacks import Callback
 
-__all__ = ["compute", "current_client"]
+from dfits.progress import interactive, work_done
+
+__all__ = ["WorkBar", "compute", "current_client"]
+
+#: what a task that was not ready at the start (a combine, a finalize) weighs against one
+#: that was (a chunk task: the read and the kernel pass, where the time goes)
+LATER_TASK_WEIGHT = 0.1
+#: seconds between two draws of the bar
+INTERVAL = 0.1
 
 
 def current_client(*arrays: Any) -> Any:
@@ -41,6 +59,80 @@ def current_client(*arrays: Any) -> Any:
     return owner if isinstance(owner, Client) else None
 
 
+class WorkBar(Callback):
+    """A text progress bar (``[####    ] | 42% Completed | 3.1s``, dask's look) whose
+    fraction advances inside tasks (see the module docstring).
+
+    ``fractions`` lists every fraction drawn, in order (never decreasing).
+
+    Examples
+    --------
+    >>> import dask.array as da, io
+    >>> bar = WorkBar(out=io.StringIO())
+    >>> with bar:
+    ...     total = da.ones(8, chunks=2).sum().compute()
+    >>> bar.fractions[-1]
+    1.0
+    """
+
+    def __init__(self, out: TextIO | None = None, dt: float | None = None, width: int = 40) -> None:
+        self._file = sys.stdout if out is None else out
+        self._dt = INTERVAL if dt is None else dt
+        self._width = width
+        self.fractions: list[float] = []
+        self._weights: dict[Any, float] = {}
+        self._done = self._total = 0.0
+        self._running = False
+
+    def _start(self, dsk: Any) -> None:
+        self._start_time = time.monotonic()
+        self._total = float(max(len(dsk), 1))
+        self._running = True
+        self._timer = threading.Thread(target=self._tick, daemon=True)
+        self._timer.start()
+
+    def _start_state(self, dsk: Any, state: dict[str, Any]) -> None:
+        # the scheduler's state (dask.local): the tasks ready now are the graph's roots
+        ready = set(state.get("ready", ()))
+        todo = ready | set(state.get("waiting", ()))
+        if ready:
+            self._weights = {k: 1.0 if k in ready else LATER_TASK_WEIGHT for k in todo}
+            self._total = sum(self._weights.values())
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        self._done += self._weights.get(key, 1.0)
+
+    def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
+        self._running = False
+        self._timer.join()
+        self._draw(1.0 if not errored else self._fraction())
+        self._file.write("\n")
+        self._file.flush()
+
+    def _fraction(self) -> float:
+        # a chunk task's kernel reports its share until the task ends (then posttask counts it)
+        now = min((self._done + work_done()) / self._total, 1.0)
+        return max(now, self.fractions[-1]) if self.fractions else now
+
+    def _tick(self) -> None:
+        while self._running:
+            self._draw(self._fraction())
+            time.sleep(self._dt)
+
+    def _draw(self, fraction: float) -> None:
+        from dask.utils import format_time
+
+        self.fractions.append(fraction)
+        elapsed = format_time(time.monotonic() - self._start_time)
+        bar = "#" * int(self._width * fraction)
+        line = f"\r[{bar:<{self._width}}] | {int(100 * fraction)}% Completed | {elapsed}"
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except ValueError:  # closed meanwhile
+            pass
+
+
 def _has_widgets() -> bool:
     return importlib.util.find_spec("ipywidgets") is not None
 
@@ -54,8 +146,8 @@ def compute(*arrays: Any, progress: bool | None = None, **kwargs: Any) -> tuple[
         Computed in one graph, so shared reads (the same chunks of one cube) happen once.
     progress : bool, optional
         Show a progress bar: ``distributed.progress`` when a client is the scheduler in use,
-        else ``dask.diagnostics.ProgressBar`` (on stdout). Default: when stdout is a terminal
-        or this runs in a Jupyter kernel.
+        else :class:`WorkBar` (on stdout). Default: when stdout is a terminal or this runs in
+        a Jupyter kernel.
     **kwargs
         Passed to ``dask.compute`` (local schedulers) or ``client.compute``.
     """
@@ -67,9 +159,7 @@ def compute(*arrays: Any, progress: bool | None = None, **kwargs: Any) -> tuple[
     if client is None:
         if not progress:
             return compute_local(*arrays, **kwargs)
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
+        with WorkBar():
             return compute_local(*arrays, **kwargs)
 
     futures = client.compute(list(arrays), **kwargs)

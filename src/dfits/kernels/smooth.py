@@ -18,6 +18,10 @@ result is rounded once to ``out``'s type.
 shorter), NaN and BLANK left out, NaN for a run without a value: ``np.nanmean`` of each run,
 accumulated in float64 and rounded once (spectral-cube's ``downsample_axis``).
 
+Both kernels add the values they have read, tile by tile, to ``progress[0]`` (a one-element
+int64 array) when given one: a progress display reads it while the kernel runs (it releases
+the GIL), so a bar advances inside a chunk's task instead of only when the task ends.
+
 The convolution kernel decodes a tile of columns along the whole axis once into a workspace
 of the physical type (``nb × 256`` values: 400 KiB for 400 float32 channels; float32 widens
 to float64 exactly), then every tap is a multiply-add over the tile's contiguous columns.
@@ -51,12 +55,14 @@ def convolve_axis(
     *,
     keep_nan: bool = True,
     dtype: np.dtype | type | None = None,
+    progress: np.ndarray | None = None,
 ) -> np.ndarray:
     """``u``'s physical values convolved along ``axis`` (see the module docstring).
 
     ``kernel``: 1-D, odd length, a sum not close to zero (``ValueError`` otherwise; callers
     name the file). Returns a new C-ordered array of ``dtype`` (default: the physical type
-    widened to at least float32) shaped like ``u``.
+    widened to at least float32) shaped like ``u``. ``progress``: a one-element int64 array
+    the kernel adds the values it has read to (the module docstring).
     """
     kind, scale, zero, blank = params(u, spec)
     (ax,) = normalize_axis(axis, u.ndim)
@@ -82,9 +88,18 @@ def convolve_axis(
     base, geo = flat(v)
     convolve_kernel(kind)(
         base, geo, k, ksum, scale, zero, blank, bool(keep_nan), vals, prefix,
-        out.reshape(outer, nb, inner),
+        out.reshape(outer, nb, inner), _counter(progress),
     )  # fmt: skip
     return out
+
+
+def _counter(progress: np.ndarray | None) -> np.ndarray:
+    """The kernels' progress counter: the caller's, or one nobody reads."""
+    if progress is None:
+        return np.zeros(1, dtype=np.int64)
+    if progress.dtype != np.int64 or progress.shape != (1,):
+        raise TypeError(f"progress must be a one-element int64 array, not {progress!r}")
+    return progress
 
 
 def check_kernel(k: np.ndarray) -> None:
@@ -101,7 +116,8 @@ def check_kernel(k: np.ndarray) -> None:
 
 @functools.cache
 def convolve_kernel(kind: Kind):
-    """Return the kernel ``(base, geo, k, ksum, scale, zero, blank, keep, vals, prefix, out)``.
+    """Return the kernel ``(base, geo, k, ksum, scale, zero, blank, keep, vals, prefix, out,
+    done)``.
 
     ``base`` is a 1-D contiguous view and ``geo = (na, nb, nc, off, sa, sb)`` places
     ``u[a, b, c]`` at ``base[off + a·sa + b·sb + c]`` (see ``_shape.flat_view``).
@@ -109,7 +125,7 @@ def convolve_kernel(kind: Kind):
     stripe, window = _steps(kind)
 
     @inline
-    def cols(base, geo, k, ksum, scale, zero, blank, keep, vals, prefix, out):
+    def cols(base, geo, k, ksum, scale, zero, blank, keep, vals, prefix, out, done):
         na, nb, nc, off, sa, sb = geo
         tile = vals.shape[1]
         top = np.empty(tile)
@@ -120,6 +136,7 @@ def convolve_kernel(kind: Kind):
                 stripe(base, off + a * sa + c0, sb, nb, n, scale, zero, blank, vals, prefix)
                 for i in range(nb):
                     window(i, k, ksum, keep, vals, prefix, n, top, bot, out[a, i, c0 : c0 + n])
+                done[0] += n * nb
 
     return entry(cols, kind)
 
@@ -204,12 +221,19 @@ def _window():
 
 
 def block_mean(
-    u: np.ndarray, spec: Spec, axis: int, factor: int, *, dtype: np.dtype | type | None = None
+    u: np.ndarray,
+    spec: Spec,
+    axis: int,
+    factor: int,
+    *,
+    dtype: np.dtype | type | None = None,
+    progress: np.ndarray | None = None,
 ) -> np.ndarray:
     """Means of runs of ``factor`` positions of ``u`` along ``axis`` (the module docstring).
 
     Returns a new C-ordered array of ``dtype`` (default: the physical type widened to at
-    least float32), ``ceil(n / factor)`` long along ``axis``.
+    least float32), ``ceil(n / factor)`` long along ``axis``; ``progress`` as for
+    :func:`convolve_axis`.
     """
     kind, scale, zero, blank = params(u, spec)
     (ax,) = normalize_axis(axis, u.ndim)
@@ -225,17 +249,20 @@ def block_mean(
     outer = int(np.prod(u.shape[:ax]))
     inner = int(np.prod(u.shape[ax + 1 :]))
     base, geo = flat(u.reshape(outer, nb, inner))
-    mean_kernel(kind)(base, geo, int(factor), scale, zero, blank, out.reshape(outer, -1, inner))
+    mean_kernel(kind)(
+        base, geo, int(factor), scale, zero, blank, out.reshape(outer, -1, inner),
+        _counter(progress),
+    )  # fmt: skip
     return out
 
 
 @functools.cache
 def mean_kernel(kind: Kind):
-    """Return the kernel ``(base, geo, factor, scale, zero, blank, out)`` for one kind."""
+    """Return the kernel ``(base, geo, factor, scale, zero, blank, out, done)`` for one kind."""
     phys = loaders(kind).phys
 
     @inline
-    def runs(base, geo, factor, scale, zero, blank, out):
+    def runs(base, geo, factor, scale, zero, blank, out, done):
         na, nb, nc, off, sa, sb = geo
         total = np.empty(TILE)
         count = np.empty(TILE)
@@ -255,5 +282,6 @@ def mean_kernel(kind: Kind):
                             count[c] += 1.0 if ok else 0.0
                     for c in range(n):
                         out[a, r, c0 + c] = total[c] / count[c] if count[c] > 0 else np.nan
+                done[0] += n * nb
 
     return entry(runs, kind)
