@@ -19,8 +19,9 @@ Methods
                  native copy of the data, under the cap: pages are evicted and faulted back.
                  Groups outer, butterflies inner, so every stage is one sequential sweep
                  (the kind order for paging). Twiddles from two sqrt(N) float64 tables.
-``dfits``        ``dfits.fft.fft`` of the FITS file through the scratch store, written to a zarr
-                 array, under the cap, block size from :func:`dfits.fft.plan.plan_disk`.
+``dfits``        ``dfits.fft.fft`` of the FITS file through the scratch store, written to a FITS
+                 file (``(N, 2)`` float32, as the input) by ``dfits.to_fits``, under the cap,
+                 block size from :func:`dfits.fft.plan.plan_disk`.
 ``floor``        sequential read + write of the data once per pass of the plan, each pass
                  reading the previous pass' file (fsync'd), under the cap.
 ``numpy``        ``numpy.fft.fft`` of the values in memory, no cap (reference).
@@ -110,11 +111,93 @@ class MemoryCap:
         return int((self.path / self._peak).read_text())
 
     def anon(self) -> int:
-        for line in (self.path / "memory.stat").read_text().splitlines():
-            key, value = line.split()
-            if key == self._anon:
-                return int(value)
-        raise KeyError(f"{self._anon} not in {self.path}/memory.stat")
+        stat = self.stat()
+        if self._anon not in stat:
+            raise KeyError(f"{self._anon} not in {self.path}/memory.stat")
+        return stat[self._anon]
+
+    def stat(self) -> dict[str, int]:
+        """``memory.stat`` as numbers."""
+        return {
+            line.split()[0]: int(line.split()[1])
+            for line in (self.path / "memory.stat").read_text().splitlines()
+        }
+
+    def dirty(self) -> int:
+        """Dirty and writeback page-cache bytes (v1 ``total_*``, v2 ``file_*``)."""
+        stat = self.stat()
+        return sum(
+            next((stat[k] for k in (f"total_{key}", f"file_{key}", key) if k in stat), 0)
+            for key in ("dirty", "writeback")
+        )
+
+    def limit_hits(self) -> int:
+        """How often the cgroup's usage reached its limit (v1 ``memory.failcnt``; v2 the
+        ``max`` count of ``memory.events``): each time, reclaim ran in the task that asked."""
+        if self.version == "v1":
+            return int((self.path / "memory.failcnt").read_text())
+        events = dict(x.split() for x in (self.path / "memory.events").read_text().splitlines())
+        return int(events.get("max", 0))
+
+
+def io_counters() -> dict[str, int]:
+    """This process' exact I/O and fault counters: ``/proc/self/io`` (``read_bytes`` and
+    ``write_bytes`` are what reached the disk's queue, ``rchar``/``wchar`` what the system
+    calls moved, ``cancelled_write_bytes`` dirty pages dropped unwritten by truncate or unlink)
+    and ``getrusage``'s page faults (major: a page read back from disk)."""
+    import resource
+
+    out = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/io").read_text().splitlines():
+            key, value = line.split(":")
+            out[key] = int(value)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out |= {"majflt": usage.ru_majflt, "minflt": usage.ru_minflt}
+    return out
+
+
+def counters_text(io: dict, nbytes: int) -> str:
+    """The exact counters of one run, in units of the data's size where they are bytes."""
+    if not io:
+        return ""
+
+    def x(key: str) -> str:
+        return f"{io.get(key, 0) / nbytes:.2f}"
+
+    line = (
+        f"\n{'':16s}disk read {x('read_bytes')}, written {x('write_bytes')} "
+        f"(cancelled {x('cancelled_write_bytes')}); syscalls read {x('rchar')}, wrote "
+        f"{x('wchar')} x 8N; major faults {io.get('majflt', 0)}"
+    )
+    if "limit_hits" in io:
+        line += f"; limit hits {io['limit_hits']}, dirty+writeback <= "
+        line += f"{io['dirty_most'] / 2**20:.0f} MiB"
+    return line
+
+
+class DirtyWatch:
+    """The most dirty + writeback page-cache bytes a cgroup held, sampled every ``every`` s
+    on a thread (a gauge: no counter of it exists)."""
+
+    def __init__(self, group: MemoryCap, every: float = 0.02) -> None:
+        import threading
+
+        self.group, self.every, self.most = group, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.most = max(self.most, self.group.dirty())
+
+    def __enter__(self) -> DirtyWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 @contextlib.contextmanager
