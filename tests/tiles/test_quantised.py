@@ -158,3 +158,123 @@ def test_quantised_tiles_decline_a_rescaled_chunk(tmp_path):
     other = replace(chunk.spec, mode="scaled", bscale=2.0)
     assert tiles.sum_count(other, (0, 1), True) is None
     assert tiles.extrema(other, (0,), False) is None
+
+
+# -- moments and moment maps: dequantised block by block in the kernels ----------------------
+
+
+def write_image(path, method: int, tile: tuple[int, ...], dtype, shape: tuple[int, ...]):
+    """A quantised image with NaN (ZBLANK), DITHER_2's exact zeros and edge tiles; astropy's
+    values of it."""
+    from astropy.io import fits
+
+    rng = np.random.default_rng(method + 7)
+    data = rng.normal(100, 5, shape).astype(dtype)
+    flat = data.reshape(-1, shape[-1])
+    flat[5, 7] = flat[40 % len(flat), :3] = np.nan
+    flat[len(flat) // 2, 10:20] = 0.0
+    hdu = fits.CompImageHDU(
+        data, compression_type="RICE_1", quantize_method=method, quantize_level=4.0,
+        tile_shape=tile, dither_seed=42,
+    )  # fmt: skip
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    with fits.open(path) as f:
+        return np.array(f[1].data)
+
+
+def _floats_route(monkeypatch):
+    """Today's route: the moment passes decline, so the chunks are dequantised into floats
+    and the float kernels run on them."""
+    monkeypatch.setattr(quantised.QuantisedTiles, "moments", lambda *a: None)
+    monkeypatch.setattr(quantised.QuantisedTiles, "weighted_sums", lambda *a: None)
+
+
+def _moment_requests(x):
+    from dfits.array import reduce, weighted_sums
+
+    w = np.linspace(-1.0, 2.0, x.shape[0])
+    return (
+        reduce(x, "std"), reduce(x, "nanstd"), reduce(x, "nanvar", axis=0),
+        reduce(x, "var", axis=-1), reduce(x, "nanstd", axis=tuple(range(1, x.ndim))),
+        reduce(x, "nanmean", axis=0), weighted_sums(x, 0, w),
+        weighted_sums(x, 0, w, threshold=99.0),
+    )  # fmt: skip
+
+
+MOMENT_CASES = [
+    (method, tile, dtype, chunks)
+    for method in (-1, 1, 2)
+    for tile, chunks in (((1, 77), (30, 77)), ((10, 12), (30, 36)), ((10, 12), (25, 40)))
+    for dtype in (np.float32, np.float64)
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "tile", "dtype", "chunks"), MOMENT_CASES,
+    ids=[f"q{m}-{t[0]}x{t[1]}-{np.dtype(d).name}-c{c[0]}x{c[1]}" for m, t, d, c in MOMENT_CASES],
+)  # fmt: skip
+def test_moments_equal_the_float_route_bit_for_bit(
+    tmp_path, monkeypatch, counted, method, tile, dtype, chunks
+):
+    """Variances, standard deviations and moment-map sums of every dither, float32 and
+    float64, edge tiles, chunks on and off tile boundaries: no float chunk is written, and
+    the values are those of the float chunk's kernels bit for bit, and astropy's reduced by
+    numpy within float64 rounding."""
+    want = write_image(tmp_path / "q.fits.fz", method, tile, dtype, (90, 77))
+    x = dfits.open(tmp_path / "q.fits.fz", chunks=chunks)[1].data
+    with dask.config.set(scheduler="synchronous"):
+        got = dask.compute(*_moment_requests(x))
+    assert counted == {"place": 0, "fetch": 0}
+    _floats_route(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        floats = dask.compute(*_moment_requests(x))
+    assert counted["fetch"] > 0
+    for k, (g, f) in enumerate(zip(got, floats, strict=True)):
+        assert g.dtype == f.dtype
+        if k != 5:  # a mean read off floats is summed by the float kernel: not this pass
+            np.testing.assert_array_equal(g, f)
+    wide = want.astype(np.float64)
+    rtol = 1e-6 if dtype == np.float32 else 1e-12  # results in the image's type, as numpy's
+    np.testing.assert_allclose(got[0], np.nan)
+    np.testing.assert_allclose(got[1], np.nanstd(wide), rtol=rtol)
+    np.testing.assert_allclose(got[2], np.nanvar(wide, axis=0), rtol=rtol)
+    np.testing.assert_allclose(got[3], np.var(wide, axis=-1), rtol=rtol)
+    np.testing.assert_allclose(got[4], np.nanstd(wide, axis=1), rtol=rtol)
+    np.testing.assert_allclose(got[5], np.nanmean(wide, axis=0), rtol=rtol)
+    kept = np.where(np.isnan(wide), 0.0, wide)
+    np.testing.assert_allclose(got[6][0], kept.sum(axis=0), rtol=1e-13)
+    w = np.linspace(-1.0, 2.0, x.shape[0])[:, None]
+    np.testing.assert_allclose(got[6][2], (kept * w * w).sum(axis=0), rtol=1e-13)
+    cut = np.where(wide >= 99.0, wide, 0.0)
+    np.testing.assert_allclose(got[7][1], (cut * w).sum(axis=0), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("tile", "chunks"), [((1, 20, 30), (5, 20, 30)), ((2, 10, 12), (5, 8, 30))], ids=str
+)
+def test_cube_moment_maps_and_std_of_quantised_cubes(tmp_path, monkeypatch, counted, tile, chunks):
+    """Moment maps 0, 1 and 2 (one weighted pass; moment 2's count is a sum pass) and
+    ``std`` along the spectral axis of a quantised cube, chunks across tile planes."""
+    from dfits.cube.moments import moment_map
+
+    want = write_image(tmp_path / "c.fits.fz", 2, tile, np.float32, (12, 20, 30))
+    x = dfits.open(tmp_path / "c.fits.fz", chunks=chunks)[1].data
+    v = np.linspace(1.0, 2.0, 12)
+
+    def requests():
+        from dfits.array import reduce
+
+        return (moment_map(x, 0, v, 0), moment_map(x, 0, v, 1), reduce(x, "nanstd", axis=0))
+
+    with dask.config.set(scheduler="synchronous"):
+        got = dask.compute(*requests())
+    assert counted == {"place": 0, "fetch": 0}
+    _floats_route(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        floats = dask.compute(*requests())
+    for g, f in zip(got, floats, strict=True):
+        np.testing.assert_array_equal(g, f)
+    kept = np.where(np.isnan(want), 0.0, want.astype(np.float64))
+    width = np.abs(np.gradient(v))[:, None, None]
+    np.testing.assert_allclose(got[0], (kept * width).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(got[2], np.nanstd(want.astype(np.float64), axis=0), rtol=1e-6)

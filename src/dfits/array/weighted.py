@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dfits._lazy import kernels
+from dfits.stored import passes
 from dfits.stored.cuts import CutValues
 from dfits.stored.stored import StoredChunk
 
@@ -94,8 +95,8 @@ def _block_sums(block: Any, w: np.ndarray, *, axis: int, threshold: float | None
         threshold = lo if threshold is None else max(lo, threshold)
         block = block.chunk
     if isinstance(block, StoredChunk) and not block.decoded:
-        block.spec.check()
-        out = kernels.weighted_sums(block.u, block.spec, axis, w, threshold=threshold)
+        # the stored pass (quantised tiles answer it from their integers)
+        out = passes.weighted_sums(block, axis, w, threshold)
     else:
         # not from a file (loaded, computed, rechunked): no stored bytes to fuse over, so the
         # block is widened once to float64 as numpy's own nansum would accumulate it

@@ -40,7 +40,16 @@ from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, normalize_axis, params
 from dfits.kernels.sums import column_adder
 
-__all__ = ["MOMENTS_BLOCK", "band_moments", "combine_moments", "moments", "moments_kernels"]
+__all__ = [
+    "MOMENTS_BLOCK",
+    "ROWS_PER_PASS",
+    "band_moments",
+    "col_block",
+    "combine_moments",
+    "moments",
+    "moments_kernels",
+    "row_block",
+]
 
 #: values per block of the row variance kernel. Its per-block work (a shift, a cancellation
 #: check, a Chan merge with three divisions) is heavier than a sum's, and at 2048 values it
@@ -53,7 +62,7 @@ MOMENTS_BLOCK = 8192
 #: cancellation, where ``κ = Σd² / M2``; above this the block is redone in two passes
 _KAPPA = 64.0
 #: rows re-read by the second (M2) pass: TILE × 64 float64 values ≈ 1 MiB stays in cache
-_ROWS_PER_PASS = 64
+ROWS_PER_PASS = 64
 
 
 def moments(u: np.ndarray, spec: Spec, axis: Any = None, *, skipna: bool = False):
@@ -204,44 +213,21 @@ def _shifter(kind: Kind, check: bool, banded: bool):
 
 
 def _moment_rows(kind: Kind, check: bool, banded: bool):
-    f64 = loaders(kind).f64
-    keep = keeper(kind, banded)
-    shifted = _shifter(kind, check, banded)
+    block = row_block(kind, check, banded)
 
     @inline
     def rows(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
         nrow, length, off, sa = geo
         for a in range(nrow):
             ua = base[off + a * sa : off + a * sa + length]
-            n = 0
             # the row's mean is kept relative to ``ref`` (its first block's shift): block means
             # of offset data then differ in their low bits, which Chan's merge needs
-            ref = 0.0
-            mean = 0.0
-            m2 = 0.0
+            st = (0, 0.0, 0.0, 0.0)  # n, ref, mean, m2
             for b0 in range(0, length, MOMENTS_BLOCK):
                 # a block slice indexed from 0 vectorises as plain loads (see ``sums``)
-                blk = ua[b0 : min(b0 + MOMENTS_BLOCK, length)]
-                # one pass of sums shifted by a value of the block itself (or the mean so far)
-                x = blk[0]
-                first_kept = not check or keep(x, scale, zero, blank, lo, hi)
-                k = f64(x, scale, zero, blank) if first_kept else ref + mean
-                s, q, c = shifted(blk, k, scale, zero, blank, lo, hi)
-                if c == 0:
-                    continue
-                bq = q - s * (s / c)
-                if bq * _KAPPA < q:
-                    # the shift was far from the block's mean (an outlier first, or a missing
-                    # first value after a jump), so the shortcut cancelled: redo the block,
-                    # still in cache, as its mean and then sums shifted by that mean (the
-                    # corrected two-pass form). NaN (missing values without skipna) and an
-                    # all-equal block never come here.
-                    k = shifted(blk, 0.0, scale, zero, blank, lo, hi)[0] / c
-                    s, q, _ = shifted(blk, k, scale, zero, blank, lo, hi)
-                    bq = q - s * (s / c)
-                if n == 0:
-                    ref = k
-                n, mean, m2 = _chan(n, mean, m2, c, (k - ref) + s / c, bq)
+                st = block(ua[b0 : min(b0 + MOMENTS_BLOCK, length)], st, scale, zero, blank,
+                           lo, hi)  # fmt: skip
+            n, ref, mean, m2 = st
             out_n[a] = n
             out_mean[a] = ref + mean if n > 0 else np.nan
             out_m2[a] = m2 if n > 0 else np.nan
@@ -249,10 +235,44 @@ def _moment_rows(kind: Kind, check: bool, banded: bool):
     return entry(rows, kind, check, banded)
 
 
+def row_block(kind: Kind, check: bool, banded: bool):
+    """``block(blk, st, scale, zero, blank, lo, hi)``: the row state ``st = (n, ref, mean,
+    M2)`` after one block of at most :data:`MOMENTS_BLOCK` values (the row kernel's step;
+    :mod:`dfits.kernels.tilemoments` runs it on blocks of dequantised tiles)."""
+    f64 = loaders(kind).f64
+    keep = keeper(kind, banded)
+    shifted = _shifter(kind, check, banded)
+
+    @inline
+    def block(blk, st, scale, zero, blank, lo, hi):
+        n, ref, mean, m2 = st
+        # one pass of sums shifted by a value of the block itself (or the mean so far)
+        x = blk[0]
+        first_kept = not check or keep(x, scale, zero, blank, lo, hi)
+        k = f64(x, scale, zero, blank) if first_kept else ref + mean
+        s, q, c = shifted(blk, k, scale, zero, blank, lo, hi)
+        if c == 0:
+            return st
+        bq = q - s * (s / c)
+        if bq * _KAPPA < q:
+            # the shift was far from the block's mean (an outlier first, or a missing
+            # first value after a jump), so the shortcut cancelled: redo the block,
+            # still in cache, as its mean and then sums shifted by that mean (the
+            # corrected two-pass form). NaN (missing values without skipna) and an
+            # all-equal block never come here.
+            k = shifted(blk, 0.0, scale, zero, blank, lo, hi)[0] / c
+            s, q, _ = shifted(blk, k, scale, zero, blank, lo, hi)
+            bq = q - s * (s / c)
+        if n == 0:
+            ref = k
+        n, mean, m2 = _chan(n, mean, m2, c, (k - ref) + s / c, bq)
+        return n, ref, mean, m2
+
+    return block
+
+
 def _moment_cols(kind: Kind, check: bool, banded: bool):
-    add = column_adder(kind, check, banded)
-    deviations = _deviations(kind, check, banded)
-    merge = _merger(check)
+    block = col_block(kind, check, banded)
 
     @inline
     def cols(base, geo, scale, zero, blank, lo, hi, out_n, out_mean, out_m2):
@@ -272,27 +292,46 @@ def _moment_cols(kind: Kind, check: bool, banded: bool):
                 om[:] = 0.0
                 oq[:] = 0.0
                 o0 = off + a * sa + c0
-                for b0 in range(0, nb, _ROWS_PER_PASS):
-                    b1 = min(b0 + _ROWS_PER_PASS, nb)
-                    # pass 1, sums (and counts of valid values), then the block's means
-                    s[:w] = 0.0
-                    if check:
-                        c[:w] = 0
-                    add(base, o0 + b0 * sb, sb, b1 - b0, w, s, c, scale, zero, blank, lo, hi)
-                    for k in range(w):
-                        ck = c[k] if check else b1 - b0
-                        s[k] = s[k] / ck if ck > 0 else 0.0
-                    # pass 2, squared deviations from them: the rows are still in cache
-                    # (``_ROWS_PER_PASS`` × TILE values)
-                    q[:w] = 0.0
-                    deviations(base, o0, sb, b0, b1, w, s, q, scale, zero, blank, lo, hi)
-                    merge(w, b0, b1 - b0, s, q, c, on, om, oq)
+                for b0 in range(0, nb, ROWS_PER_PASS):
+                    b1 = min(b0 + ROWS_PER_PASS, nb)
+                    block(
+                        base, o0, sb, b0, b1, w, s, q, c, on, om, oq, (scale, zero, blank, lo, hi)
+                    )
                 for k in range(w):
                     if (on[k] if check else nb) == 0:
                         om[k] = np.nan
                         oq[k] = np.nan
 
     return entry(cols, kind, check, banded)
+
+
+def col_block(kind: Kind, check: bool, banded: bool):
+    """``block(base, o0, sb, b0, b1, w, s, q, c, on, om, oq, p)``: rows ``b0:b1`` of a column
+    tile (``w`` values from ``base[o0 + b·sb]``) merged into its partials ``on, om, oq``
+    (``s, q, c``: scratch of the tile's width; ``p = (scale, zero, blank, lo, hi)``): the
+    column kernel's step, which :mod:`dfits.kernels.tilemoments` runs on dequantised tiles."""
+    add = column_adder(kind, check, banded)
+    deviations = _deviations(kind, check, banded)
+    merge = _merger(check)
+
+    @inline
+    def block(base, o0, sb, b0, b1, w, s, q, c, on, om, oq, p):
+        scale, zero, blank, lo, hi = p
+        # pass 1, sums (and counts of valid values), then the block's means
+        s[:w] = 0.0
+        if check:
+            c[:w] = 0
+        add(base, o0 + b0 * sb, sb, b1 - b0, w, s, c, scale, zero, blank, lo, hi)
+        for k in range(w):
+            ck = c[k] if check else b1 - b0
+            s[k] = s[k] / ck if ck > 0 else 0.0
+        # pass 2, squared deviations from them: the rows are still in cache
+        # (``ROWS_PER_PASS`` × TILE values)
+        q[:w] = 0.0
+        deviations(base, o0, sb, b0, b1, w, s, q, scale, zero, blank, lo, hi)
+        merge(w, b0, b1 - b0, s, q, c, on, om, oq)
+
+    return block
 
 
 def _deviations(kind: Kind, check: bool, banded: bool):

@@ -9,9 +9,10 @@ reductions computed together in parallel: quicklook's sum and count) run it once
 waits for the first's result, and other passes of the chunk go on meanwhile.
 
 Nothing here knows which reader fed the chunk either. A reader whose chunk is still unread
-(:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum or an extreme from what it
-holds instead (quantised tiles sum their integers: :mod:`dfits.tiles.quantised`) by giving
-that pending object the methods of :class:`FusedSource`; the passes look them up by name.
+(:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum, an extreme, the moments
+or a moment map's weighted sums from what it holds instead (quantised tiles reduce their
+integers: :mod:`dfits.tiles.quantised`) by giving that pending object the methods of
+:class:`FusedSource`; the passes look them up by name.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ import numpy as np
 from dfits._lazy import kernels
 from dfits.stored.stored import StoredChunk
 
-__all__ = ["FusedSource", "extrema", "indexed", "moments", "sum_count", "total"]
+__all__ = [
+    "FusedSource",
+    "extrema",
+    "indexed",
+    "moments",
+    "sum_count",
+    "total",
+    "weighted_sums",
+]
 
 
 class FusedSource(Protocol):
@@ -41,6 +50,16 @@ class FusedSource(Protocol):
 
     def extrema(self, spec: Any, axes: tuple[int, ...], want_max: bool) -> tuple | None:
         """``(value, valid count, NaN count)`` over ``axes``, as :func:`extrema`, or None."""
+        ...
+
+    def moments(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
+        """``(n, mean, M2)`` over ``axes``, as :func:`moments`, or None."""
+        ...
+
+    def weighted_sums(
+        self, spec: Any, axis: int, weights: np.ndarray, threshold: float | None
+    ) -> np.ndarray | None:
+        """``Σ I``, ``Σ I·w``, ``Σ I·w²`` over ``axis``, as :func:`weighted_sums`, or None."""
         ...
 
 
@@ -74,9 +93,23 @@ def _sum_pass(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
 
 def moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
     """``(n, mean, M2)`` of the chunk over ``axes`` (one pass of the moments kernel)."""
-    return _memoised(
-        x, ("moments", axes, skipna), lambda: kernels.moments(x.u, x.spec, axes, skipna=skipna)
-    )
+    return _memoised(x, ("moments", axes, skipna), lambda: _moments_pass(x, axes, skipna))
+
+
+def _moments_pass(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
+    memo = _fused(x, "moments", axes, skipna)
+    return kernels.moments(x.u, x.spec, axes, skipna=skipna) if memo is None else memo
+
+
+def weighted_sums(x: StoredChunk, axis: int, weights: np.ndarray, threshold: float | None):
+    """``Σ I``, ``Σ I·w`` and ``Σ I·w²`` of the chunk over ``axis``, stacked first (a moment
+    map's one pass: not memoised, its weights are the caller's)."""
+    x.spec.check()
+    run = getattr(x.unread, "weighted_sums", None)
+    out = None if run is None else run(x.spec, axis, weights, threshold)
+    if out is None:
+        out = kernels.weighted_sums(x.u, x.spec, axis, weights, threshold=threshold)
+    return out
 
 
 def _memoised(x: StoredChunk, key: tuple, run):

@@ -26,7 +26,12 @@ __all__ = ["QuantisedTiles"]
 
 @dataclass(eq=False)
 class QuantisedTiles:
-    """The decoded integers of a chunk's quantised tiles, and how to make floats of them."""
+    """The decoded integers of a chunk's quantised tiles, and how to make floats of them.
+
+    ``shape`` is the chunk's; ``origin`` its first index in the tiles (``firsts`` are
+    relative to the tiles' first index): a chunk not on tile boundaries is a window of the
+    whole tiles that cover it.
+    """
 
     packed: np.ndarray
     shapes: np.ndarray
@@ -34,7 +39,9 @@ class QuantisedTiles:
     quant: tuple
     shape: tuple[int, ...]
     spec: Any
+    origin: tuple[int, ...] | None = None
     _floats: np.ndarray | None = field(default=None, repr=False)
+    _map: Any = field(default=False, repr=False)
 
     def fetch(self) -> np.ndarray:
         """The chunk's float values (dequantised once, then kept), as the native unsigned
@@ -43,8 +50,16 @@ class QuantisedTiles:
             from dfits.kernels import tilegroup
 
             # the one place a quantised chunk becomes floats: a request no fused pass answers
-            out = np.empty(self.shape, self.spec.stored)
-            tilegroup.place_group(self.packed, out, self.shapes, self.firsts, self.quant)
+            if self._windowed:
+                # a window of its tiles: they are placed whole, then the window copied out
+                ext = tuple((self.firsts + self.shapes).max(axis=0).tolist())
+                whole = np.empty(ext, self.spec.stored)
+                tilegroup.place_group(self.packed, whole, self.shapes, self.firsts, self.quant)
+                cut = tuple(slice(o, o + n) for o, n in zip(self.origin, self.shape, strict=True))
+                out = np.ascontiguousarray(whole[cut])
+            else:
+                out = np.empty(self.shape, self.spec.stored)
+                tilegroup.place_group(self.packed, out, self.shapes, self.firsts, self.quant)
             self._floats = out.view(f"u{out.itemsize}")
         return self._floats
 
@@ -52,12 +67,25 @@ class QuantisedTiles:
         """Never narrowed: a slice of the chunk is a slice of its floats."""
         return None
 
+    @property
+    def _windowed(self) -> bool:
+        return self.origin is not None and (
+            any(self.origin) or self.shape != tuple((self.firsts + self.shapes).max(axis=0))
+        )
+
     # -- the fused passes (dfits.stored.passes.FusedSource) ------------------------------------
     def sum_count(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
         """``(n, total)`` over ``axes`` from the integers; None for a chunk whose ``spec`` is
-        not the reader's (scaled or cast since: its values are no longer the floats)."""
+        not the reader's (scaled or cast since: its values are no longer the floats). A
+        window of its tiles is summed as its floats were (:mod:`dfits.kernels.tilesums`)."""
         if spec != self.spec:
             return None
+        if self._windowed:
+            from dfits.kernels.tilesums import window_sum_count
+
+            tm = self._tile_map(spec)
+            done = None if tm is None else window_sum_count(tm, spec, self.shape, axes, skipna)
+            return None if done is None else (done[1], done[0])
         total, n = self._reduce(axes, "sum", skipna)
         return n, total
 
@@ -66,7 +94,48 @@ class QuantisedTiles:
         integers; None for a chunk whose ``spec`` is not the reader's."""
         if spec != self.spec:
             return None
+        if self._windowed:
+            from dfits.kernels.tilesums import window_extrema
+
+            tm = self._tile_map(spec)
+            return None if tm is None else window_extrema(tm, spec, self.shape, axes, want_max)
         return self._reduce(axes, "max" if want_max else "min", False)
+
+    def moments(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
+        """``(n, mean, M2)`` over ``axes``, dequantised block by block in the moments kernel
+        (:mod:`dfits.kernels.tilemoments`): the float chunk's values, bit for bit; None when
+        the spec is not the reader's or the axes need a split view."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilemoments import tile_moments
+
+        return tile_moments(tm, spec, self.shape, axes, skipna)
+
+    def weighted_sums(
+        self, spec: Any, axis: int, weights: np.ndarray, threshold: float | None
+    ) -> np.ndarray | None:
+        """``Σ I``, ``Σ I·w``, ``Σ I·w²`` over ``axis`` (a moment map's one pass), as
+        :func:`dfits.kernels.weighted_sums` gives them on the floats; None as
+        :meth:`moments`."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilemoments import tile_weighted_sums
+
+        return tile_weighted_sums(tm, spec, self.shape, axis, weights, threshold)
+
+    def _tile_map(self, spec: Any) -> tuple | None:
+        """The tiles as the block-filling kernels read them (built once), or None."""
+        if spec != self.spec or not self.packed.size:
+            return None
+        if self._map is False:
+            from dfits.kernels.tilefill import tile_map
+
+            origin = self.origin or (0,) * len(self.shape)
+            self._map = tile_map(self.packed, self.shapes, self.firsts, self.quant, self.shape,
+                                 origin)  # fmt: skip
+        return self._map
 
     def _reduce(self, axes: tuple[int, ...], op: str, skipna: bool) -> tuple:
         from dfits.kernels.tilereduce import reduce_tiles

@@ -97,10 +97,12 @@ class TileReader:
         index = self.lookup(rows)
         cover = covering(self.tiles, region, counts, self.spec.stored.itemsize)
         group = self._group(rows, index, cover)
-        if group is not None and group[3] is not None and self._fusable() and cover == region:
+        if group is not None and group[3] is not None and self._fusable():
             # quantised floats stay integers until a reduction reads them (fused) or
-            # anything else asks for the floats: see dfits.tiles.quantised
-            pending = QuantisedTiles(*group, counts, self.spec)
+            # anything else asks for the floats: see dfits.tiles.quantised; a chunk not on
+            # tile boundaries is a window of the tiles that cover it
+            origin = tuple(r.start - c.start for r, c in zip(region, cover, strict=True))
+            pending = QuantisedTiles(*group, counts, self.spec, origin)
             return StoredChunk(None, self.spec, pending)
         stored = self.spec.stored
         cut = tuple(

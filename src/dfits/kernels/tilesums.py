@@ -1,0 +1,192 @@
+"""Sums and extremes of a window of quantised tiles, dequantised block by block in the kernel.
+
+A chunk whose tiles lie wholly inside it is summed by :mod:`dfits.kernels.tilereduce`, tile
+by tile. A chunk *not* on tile boundaries is a window of the tiles that cover it; before
+these kernels it was dequantised into a float chunk and summed by
+:func:`dfits.kernels.sums.sum_count`. :func:`window_sum_count` runs that function's own steps
+(the row kernel's block sum and Neumaier add, the column adder four rows at a time) on blocks
+that :func:`~dfits.kernels.tilefill.fill` dequantises just before they are read, so its sums
+are the float route's bit for bit, without the float chunk. :func:`window_extrema` gives the
+extremes and the counts of valid values and NaNs (exact, whatever the order).
+Axes that need a split view are declined (None).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import (
+    BLOCK,
+    ROWS_PER_TILE,
+    SUM_TILE,
+    TILE,
+    compensated,
+    inline,
+    neumaier,
+)
+from dfits.kernels._loaders import Kind, loaders
+from dfits.kernels._shape import layout_for
+from dfits.kernels._spec import Spec, params
+from dfits.kernels.sums import _block_summer, column_adder
+from dfits.kernels.tilefill import c_view, fill, scratch
+
+__all__ = ["window_extrema", "window_sum_count"]
+
+
+def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
+    """``(kind, (scale, zero, blank), form, view shape, kept shape)``, or None to decline."""
+    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
+    kind, scale, zero, blank = params(u, spec)
+    layout = layout_for(u, frozenset(axes)) if u.size else None
+    if layout is None:
+        return None
+    kept = tuple(n for d, n in enumerate(shape) if d not in axes)
+    return kind, (scale, zero, blank), layout[0], layout[1].shape, kept
+
+
+def window_sum_count(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna: bool):
+    """``(total, n)`` over ``axes`` as :func:`dfits.kernels.sums.sum_count` gives them for
+    the dequantised chunk (float64 sums), or None."""
+    plan = _plan(spec, shape, axes)
+    if plan is None:
+        return None
+    kind, p, form, vshape, kept = plan
+    counted = skipna and kind.can_be_missing
+    rows, cols = _sum_kernels(kind, counted)
+    total = np.zeros(kept)
+    n = np.zeros(kept, np.int64)
+    if form == "rows":
+        ub, fb = scratch(kind, BLOCK)
+        n_out = n.reshape(vshape[0]) if counted else np.empty(vshape[0], np.int64)
+        rows(tm, vshape[0], vshape[1], p, total.reshape(vshape[0]), n_out, ub, fb)
+    else:
+        ub, fb = scratch(kind, 4 * SUM_TILE)
+        flat = (vshape[0], vshape[2])
+        n_out = n.reshape(flat) if counted else np.empty((0, 0), np.int64)
+        cols(tm, vshape, p, total.reshape(flat), n_out, ub, fb)
+    if counted:
+        return total, n
+    every = np.int64(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return total, np.broadcast_to(every, kept)
+
+
+@functools.cache
+def _sum_kernels(kind: Kind, check: bool):
+    """``(rows, cols)``: the sum kernels' loops over blocks that :func:`fill` dequantises."""
+    sum_block = _block_summer(kind, check)
+    add = column_adder(kind, check)
+
+    @inline
+    def rows(tm, nrow, length, p, out_sum, out_n, ub, fb):
+        scale, zero, blank = p
+        for a in range(nrow):
+            total = 0.0
+            comp = 0.0
+            n = 0
+            for b0 in range(0, length, BLOCK):
+                m = min(BLOCK, length - b0)
+                fill(tm, a * length + b0, m, fb)
+                s, c = sum_block(ub[:m], scale, zero, blank)
+                n += c
+                total, comp = neumaier(total, comp, s)
+            out_sum[a] = compensated(total, comp)
+            out_n[a] = n
+
+    @inline
+    def cols(tm, geo, p, out_sum, out_n, ub, fb):
+        scale, zero, blank = p
+        na, nb, nc = geo
+        part = np.empty(SUM_TILE)
+        comp = np.empty(SUM_TILE)
+        total = np.empty(SUM_TILE)
+        cnt = np.empty(SUM_TILE, np.int64)
+        single = nb <= ROWS_PER_TILE
+        for a in range(na):
+            for c0 in range(0, nc, SUM_TILE):
+                w = min(c0 + SUM_TILE, nc) - c0
+                total[:w] = 0.0
+                comp[:w] = 0.0
+                cnt[:w] = 0
+                for b0 in range(0, nb, ROWS_PER_TILE):
+                    b1 = min(b0 + ROWS_PER_TILE, nb)
+                    part[:w] = 0.0
+                    # four rows at a time, as the column adder takes a block's rows (then
+                    # the last few one by one): the same additions in the same order
+                    b = b0
+                    while b < b1:
+                        r = min(4, b1 - b)
+                        for k in range(r):
+                            fill(tm, (a * nb + b + k) * nc + c0, w, fb[k * w : (k + 1) * w])
+                        add(ub, 0, w, r, w, part, cnt, scale, zero, blank, 0.0, 0.0)
+                        b += r
+                    if not single:
+                        for c in range(w):
+                            total[c], comp[c] = neumaier(total[c], comp[c], part[c])
+                dst = out_sum[a, c0 : c0 + w]
+                if single:
+                    dst[:] = part[:w]
+                else:
+                    for c in range(w):
+                        dst[c] = compensated(total[c], comp[c])
+                if check:
+                    out_n[a, c0 : c0 + w] = cnt[:w]
+
+    return entry(rows, kind, check), entry(cols, kind, check)
+
+
+def window_extrema(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max: bool):
+    """``(value, valid count, NaN count)`` over ``axes`` (the value in the image's type, ±inf
+    where nothing is valid), as :mod:`dfits.kernels.tilereduce` gives them, or None."""
+    plan = _plan(spec, shape, axes)
+    if plan is None:
+        return None
+    kind, p, form, vshape, kept = plan
+    geo = (vshape[0], vshape[1], 1) if form == "rows" else vshape
+    acc = np.full(kept, -np.inf if want_max else np.inf)
+    valid, nans = np.zeros(kept, np.int64), np.zeros(kept, np.int64)
+    ub, fb = scratch(kind, TILE)
+    flat = (geo[0], geo[2])
+    _extreme_kernel(kind, want_max)(
+        tm, geo, p, acc.reshape(flat), valid.reshape(flat), nans.reshape(flat), ub, fb
+    )
+    return acc.astype(spec.physical), valid, nans
+
+
+@functools.cache
+def _extreme_kernel(kind: Kind, want_max: bool):
+    """Extremes over the middle axis of ``(na, nb, nc)`` (rows: ``nc = 1``), row by row."""
+    f64 = loaders(kind).f64
+
+    @inline
+    def step(x, acc, valid, nans, a, c):
+        if x != x:
+            nans[a, c] += 1
+        else:
+            valid[a, c] += 1
+            if (x > acc[a, c]) if want_max else (x < acc[a, c]):
+                acc[a, c] = x
+
+    @inline
+    def cols(tm, geo, p, acc, valid, nans, ub, fb):
+        scale, zero, blank = p
+        na, nb, nc = geo
+        if nc == 1:  # a row form: its values one block after another
+            for a in range(na):
+                for b0 in range(0, nb, TILE):
+                    m = min(TILE, nb - b0)
+                    fill(tm, a * nb + b0, m, fb)
+                    for k in range(m):
+                        step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, 0)
+            return
+        for a in range(na):
+            for c0 in range(0, nc, TILE):
+                w = min(c0 + TILE, nc) - c0
+                for b in range(nb):
+                    fill(tm, (a * nb + b) * nc + c0, w, fb[:w])
+                    for k in range(w):
+                        step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, c0 + k)
+
+    return entry(cols, kind, want_max)
