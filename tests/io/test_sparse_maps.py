@@ -5,9 +5,10 @@ the pages it touches, not the megabytes that read-ahead and fault-around would b
 What is stable across kernels: the advice is visible as the ``rr`` flag in
 ``/proc/self/smaps`` (dense chunk maps never carry it), and a read through an advised map
 of a file with nothing cached (a sparse file made with ``truncate``) has resident only the
-pages it touched. The second holds on a kernel with or without fault-around or read-ahead;
-without the advice, on this project's VM (``read_ahead_kb`` 8192), the decimated plane
-below has 5x the pages it touched resident (56 MB against 10.5 MB).
+pages it touched (exactly, here; the test allows twice). The second holds on a kernel with
+or without fault-around or read-ahead; without the advice, on this project's VM
+(``read_ahead_kb`` 8192), the decimated plane below has 5x the pages it touched resident
+(56 MB against 10.5 MB), and the test fails.
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ def test_a_decimated_plane_maps_only_the_pages_it_touches(sparse_cube):
         touched = np.unique((offset + 4 * ((3 * SHAPE[1] + y) * SHAPE[2] + x)) // PAGE).size
         # each row's values touch every page of its row: 5 pages (a row straddles one more)
         assert touched == 512 * 5
-        # the pages touched, and at most one fault-around window more
-        assert touched * PAGE <= area["rss"] <= (touched + 16) * PAGE
+        # the pages touched (exactly, here; the bound leaves room for a file system whose
+        # smallest folio is larger than a page), not the plane read-ahead would map
+        assert touched * PAGE // 2 <= area["rss"] <= 2 * touched * PAGE
         expected = np.zeros((512, 512), np.float32)
         expected[0], expected[1] = rows[0][::8], rows[8][::8]
         np.testing.assert_array_equal(values, expected)
