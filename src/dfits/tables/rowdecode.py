@@ -259,6 +259,8 @@ def _mapped_span(r0: ColumnReader, cols: _Rows, test: _Rows, keep: Keep | None, 
     found = test.decode(block, a)
     values = {name: part[0] for name, part in zip(keep.readers, found, strict=True)}
     kept = np.flatnonzero(keep.test(values, b - a))
+    if not cols.readers:  # hdu.where: the row numbers only
+        return Span(a, b, kept + a, [])
     # the matching rows, copied out of the map once for every column (read-only, as the
     # map is: the field kernel keeps one compiled signature)
     block = block[kept]
