@@ -103,8 +103,10 @@ def _read_hdu(hdu: Any, path: str, outcome: Any) -> TableRead:
     names = [c.name for c in read.columns]
     unique = [n for n in names if names.count(n) == 1]
     data = _route(read, "data", path, i, outcome, lambda: hdu.data)
-    read.routes = {"column": {}}
+    read.routes = {"column": _all_columns(hdu, unique)}
     for n in unique:
+        if read.routes["column"]:
+            break  # all read in one compute
         value = _route(read, f"column({n!r})", path, i, outcome, lambda n=n: _computed(hdu, n))
         if value is not None:
             read.routes["column"][n] = value
@@ -137,7 +139,32 @@ def _read_hdu(hdu: Any, path: str, outcome: Any) -> TableRead:
 
 def _computed(hdu: Any, name: str) -> Any:
     # one thread: the values are the scheduler's business, not the fuzz's (as the image walk)
-    return hdu.column(name).compute(scheduler="sync")
+    return _owned(hdu.column(name).compute(scheduler="sync"))
+
+
+def _all_columns(hdu: Any, names: list[str]) -> dict[str, Any]:
+    """Every column's hdu.column graph computed at once ({} if any raises: then each is
+    read alone, so that each error is told apart)."""
+    import dask
+
+    try:
+        values = dask.compute(*[hdu.column(n) for n in names], scheduler="sync")
+    except dfits.DfitsError:
+        return {}
+    return {n: _owned(v) for n, v in zip(names, values, strict=True)}
+
+
+def _owned(values: Any) -> Any:
+    """A copy that owns its memory: a decoded column's ``base`` may be the stored chunk,
+    which keeps the file's map alive while the values live (see docs/fuzzing.md); the
+    descriptor check is about what dfits holds, not what the fuzzer keeps."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        out = np.empty(values.shape, object)
+        out.ravel()[:] = [_owned(v) for v in values.ravel()]
+        return out
+    if isinstance(values, np.ndarray):
+        return values.copy()
+    return values
 
 
 def _same_graph(hdu: Any, data: Any, name: str) -> bool:
@@ -232,7 +259,11 @@ def _per_column(route: str, table: Any, columns: list[Any]) -> dict[str, Any]:
     is let go before the descriptor check (an Arrow table of some kinds keeps a reference
     to the file's mapped rows after close; see docs/fuzzing.md)."""
     names = _names(table)
-    return {c.name: _as_numpy(route, table, c) for c in columns if names.count(c.name) == 1}
+    return {
+        c.name: _owned(np.asarray(_as_numpy(route, table, c)) if route != "to_arrow" else
+                       _as_numpy(route, table, c))
+        for c in columns if names.count(c.name) == 1
+    }  # fmt: skip
 
 
 def _as_numpy(route: str, table: Any, c: Any) -> Any:

@@ -15,6 +15,7 @@ comparison is told apart); then the outcome.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -79,6 +80,11 @@ def main() -> None:
         seed, case = ask["seed"], ask["case"]
         table = bool(ask.get("table"))
         name, blob, ops = case_of(seed, case, ask.get("profile", "default"), table)
+        if table:
+            # a file of its own: a map an earlier case let go of late is not this case's
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            path = os.path.join(scratch, f"case-{case}.fits")
         with open(path, "wb") as out:
             out.write(blob)
         before = _rss()
@@ -98,6 +104,14 @@ def main() -> None:
             "held_until_gc": outcome.held_until_gc,
         }
         _say(answer)
+        if table:
+            for copy in (
+                path,
+                *(path[:-5] + s for s in (".ztable-plain.fits", ".last-scaling.fits")),
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(copy)  # the case and the oracle's copies of it
+            path = os.path.join(scratch, "case.fits")
 
 
 if __name__ == "__main__":
