@@ -17,7 +17,10 @@ plans, files in the page cache:
 
 The fused sum replaces the dequantise-and-place writes plus the reduction's reads by one pass
 over the decoded integers; the dither value per pixel is still computed, so
-``(read + dequantise) + sum - (read + fused sum)`` is what fusing saves.
+``(read + dequantise) + sum - (read + fused sum)`` is what fusing saves. The same three for
+``nanstd``'s moments (issue 46): ``moments of the dequantised floats`` (the kernel on floats
+already written), ``read + fused moments`` (each block dequantised in cache just before the
+moments kernel's step reads it) and ``nanstd(hdu.data)`` through dask.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
     import dask
 
     import dfits
-    from dfits.kernels import sum_count, tilegroup
+    from dfits.kernels import moments, sum_count, tilegroup
+    from dfits.stored import passes
     from dfits.tiles.places import fetch_spans
 
     hdu = dfits.open(_image(tmpdir, side))[1]
@@ -98,8 +102,17 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
         for c in chunks:
             sum_count(c.u, c.spec, None, skipna=True, counts=False)
 
+    def moments_only():
+        for c in chunks:
+            moments(c.u, c.spec, None, skipna=True)
+
+    def fused_moments():  # decode, then (n, mean, M2) dequantised block by block
+        for region in regions:
+            passes.moments(reader.read(region), (0, 1), True)
+
     with dask.config.set(scheduler="threads", num_workers=2):
         whole = _median(lambda: hdu.data.sum().compute(), rounds)
+        spread = _median(lambda: np.nanstd(hdu.data).compute(), rounds)
     return {
         "fetch + Rice decode": _median(decode_only, rounds),
         "read (decode, integers kept)": _median(read_all, rounds),
@@ -107,4 +120,7 @@ def breakdown(tmpdir: Path, side: int, rounds: int) -> dict[str, float]:
         "sum of the dequantised floats": _median(sum_only, rounds),
         "read + fused sum": _median(fused, rounds),
         "hdu.data.sum() (dask, 2 threads)": whole,
+        "moments of the dequantised floats": _median(moments_only, rounds),
+        "read + fused moments": _median(fused_moments, rounds),
+        "nanstd(hdu.data) (dask, 2 threads)": spread,
     }

@@ -157,3 +157,42 @@ def test_shared_kernels_cover_tables_and_medians(tmp_path):
     added = set(_files(cache)) - set(warmed)
     # the cubes' own decode kernels are the encodings' (the common set), not shared ones
     assert not [f for f in added if "fielddecode" in f or "fieldsums" in f or "histogram" in f]
+
+
+#: Reductions of a quantised float32 image, chunks of whole row tiles and chunks across them.
+QUANTISED_CALLS = r"""
+import sys
+import dask, numpy as np
+import dfits
+from dfits.array import reduce, weighted_sums
+with dask.config.set(scheduler="threads"):
+    for chunks in ((4, 77), (5, 40)):
+        x = dfits.open(sys.argv[1], chunks=chunks)[1].data
+        dask.compute(x.sum(), np.nanmax(x), np.nanmin(x, axis=0), np.nanmean(x, axis=1),
+                     x.std(), np.nanstd(x, axis=0), reduce(x, "nanvar", axis=1),
+                     weighted_sums(x, 0, np.ones(x.shape[0])), x)
+"""
+
+#: the kernel families the tiles task warms (cache files are named by module and function)
+TILE_FAMILIES = ("tilereduce.", "tilemoments.", "tilesums.", "tilegroup._place")
+
+
+@pytest.mark.slow  # compiles the quantised tiles' float32 reductions: ~60 s of CPU
+def test_tiles_task_covers_quantised_reductions(tmp_path):
+    """After the tiles task of ``dfits warm``, a fresh process reducing a quantised float32
+    image (sums, extremes, means, variances, a moment map's sums, its values; chunks on and
+    off tile boundaries) compiles none of those kernels."""
+    from dfits.kernels.warm import _TILES
+
+    cache = tmp_path / "cache"
+    warm_code = f"from dfits.kernels.warm import _warm_task; _warm_task({_TILES!r})"
+    _python(warm_code, cache=cache)
+    warmed = _files(cache)
+    assert any(family in name for name in warmed for family in TILE_FAMILIES)
+    data = np.random.default_rng(0).normal(100, 5, (20, 77)).astype(np.float32)
+    data[3, 4] = np.nan
+    path = tmp_path / "q.fits.fz"
+    fits.HDUList([fits.PrimaryHDU(), fits.CompImageHDU(data, quantize_method=2)]).writeto(path)
+    _python(QUANTISED_CALLS, str(path), cache=cache)
+    new = set(_files(cache)) - set(warmed)
+    assert not [name for name in new if any(family in name for family in TILE_FAMILIES)]

@@ -15,7 +15,9 @@ A fresh process then loads each kernel it needs (milliseconds) instead of compil
   plus min/max with their index along either form.
 
 Both sets also take the kernels every encoding shares: a table's fields decoded and summed out
-of its rows (``to_pandas``, ``hdu.read``, ``aggregate``) and the key counts of exact medians.
+of its rows (``to_pandas``, ``hdu.read``, ``aggregate``), the key counts of exact medians,
+and the reductions of quantised float tiles from their integers (sums, extremes, moments,
+moment maps; float32, and float64 in the full set).
 Each encoding also takes its smoothing kernels (``spectral_smooth``'s convolution,
 ``downsample_axis``'s block means) and the decode and weighted sums of their native float
 results (the smoothed cube's ``.compute()`` and moment maps). Anything else (value bands,
@@ -106,6 +108,7 @@ def warm(jobs: int | None = None, *, full: bool = False) -> WarmReport:
     encodings = ENCODINGS if full else COMMON
     tasks: list = [(enc, form, full) for enc in encodings for form in _FORMS]
     tasks.append(_SHARED)
+    tasks.append((*_TILES[:2], full))
     if jobs is None:
         has_affinity = hasattr(os, "sched_getaffinity")
         jobs = len(os.sched_getaffinity(0)) if has_affinity else os.cpu_count() or 1
@@ -155,6 +158,45 @@ def _warm_shared() -> None:
                 key_counts(values, centre, 0, np.zeros(1, key))
 
 
+#: The task of the quantised tiles' fused reductions (:func:`_warm_tiles`)
+_TILES = ("tiles", "tiles", False)
+
+
+def _warm_tiles(full: bool) -> None:
+    """The reductions of quantised float tiles straight from their decoded integers (float32;
+    the full set float64 too), as :mod:`dfits.tiles.quantised` calls them: sums and extremes
+    of chunks of whole tiles (:mod:`~dfits.kernels.tilereduce`), of windows of tiles
+    (:mod:`~dfits.kernels.tilesums`), moments over either form and moment maps
+    (:mod:`~dfits.kernels.tilemoments`), and the floats of a chunk (``place_group``)."""
+    from dfits.format.dtypes import DecodeSpec
+    from dfits.kernels import tilegroup
+    from dfits.kernels.tilefill import tile_map
+    from dfits.kernels.tilemoments import tile_moments, tile_weighted_sums
+    from dfits.kernels.tilereduce import reduce_tiles
+    from dfits.kernels.tilesums import window_extrema, window_sum_count
+
+    # two row tiles of four, with the arrays' types the tile reader gives them
+    packed, shape = np.zeros(8, np.int32), (2, 4)
+    shapes, firsts = np.array([[1, 4], [1, 4]]), np.array([[0, 0], [1, 0]])
+    quant = (np.ones(2), np.zeros(2), None, 2, np.zeros(2, np.int64))
+    for dtype in (np.float32, np.float64) if full else (np.float32,):
+        spec = DecodeSpec(bitpix=-8 * np.dtype(dtype).itemsize, physical=np.dtype(dtype),
+                          byteorder="=")  # fmt: skip
+        tilegroup.place_group(packed, np.empty(shape, dtype), shapes, firsts, quant)
+        whole = tile_map(packed, shapes, firsts, quant, shape, (0, 0))
+        window = tile_map(packed, shapes, firsts, quant, (2, 3), (0, 1))
+        for axes in ((0, 1), (0,)):
+            for skipna in (False, True):
+                reduce_tiles(packed, shapes, firsts, quant, shape, axes, "sum", skipna, dtype)
+                tile_moments(whole, spec, shape, axes, skipna)
+                window_sum_count(window, spec, (2, 3), axes, skipna)
+            for want_max in (False, True):
+                op = "max" if want_max else "min"
+                reduce_tiles(packed, shapes, firsts, quant, shape, axes, op, False, dtype)
+                window_extrema(window, spec, (2, 3), axes, want_max)
+        tile_weighted_sums(whole, spec, shape, 0, np.ones(2), None)
+
+
 def _warm_smoothing(u: np.ndarray, spec) -> None:
     """The smoothing kernels of one encoding, as ``dfits.cube`` calls them: the convolution
     (``spectral_smooth``) and block means (``downsample_axis``) over the stored bytes, then,
@@ -185,6 +227,9 @@ def _warm_task(task: tuple[Encoding, str, bool]) -> None:
 
     if task == _SHARED:
         _warm_shared()
+        return
+    if task[:2] == _TILES[:2]:
+        _warm_tiles(task[2])
         return
     encoding, form, full = task
     spec = parse_decode_spec(*encoding)[0]

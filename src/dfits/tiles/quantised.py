@@ -1,17 +1,23 @@
 """A chunk of quantised float tiles kept as decoded integers until a reduction reads them.
 
-The tile reader decodes a chunk's RICE_1 tiles into one packed integer array. For a quantised
-float image it hands dask a :class:`~dfits.stored.stored.StoredChunk` whose values are *not
-read yet*: a :class:`QuantisedTiles` (the packed integers, each tile's shape, place and
-quantisation). The sums, means, counts and extremes that dask's reductions ask of the chunk
-(:mod:`dfits.stored.passes`) are answered by :meth:`QuantisedTiles.sum_count` and
-:meth:`QuantisedTiles.extrema`, the chunk's unread source implementing
-:class:`dfits.stored.passes.FusedSource` (the passes know the protocol, not this class): each
-runs :func:`dfits.kernels.tilereduce.reduce_tiles`, one pass over the integers with
-ZSCALE/ZZERO, the dither and ZBLANK folded in, and no float chunk is ever written. Anything
-else (a variance, an index, a slice, ``np.asarray``) calls
-:meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the float array the
-chunk then stands on, exactly as if it had been read so: same values either way.
+The tile reader decodes a chunk's tiles into one packed integer array. For a quantised float
+image it hands dask a :class:`~dfits.stored.stored.StoredChunk` whose values are *not read
+yet*: a :class:`QuantisedTiles` (the packed integers, each tile's shape, place and
+quantisation; for a chunk not on tile boundaries, the window of the covering tiles it is).
+The passes of :mod:`dfits.stored.passes` ask it first, through the methods of
+:class:`dfits.stored.passes.FusedSource` (the passes know the protocol, not this class):
+
+* sums, counts and extremes of a chunk of whole tiles: :mod:`dfits.kernels.tilereduce`, one
+  pass over the integers with ZSCALE/ZZERO, the dither and ZBLANK folded in;
+* the same of a window of tiles, the moments (``var``, ``std``, their ``nan`` forms) and a
+  moment map's weighted sums: the float kernels' own steps on small blocks dequantised just
+  before they are read (:mod:`dfits.kernels.tilesums`, :mod:`dfits.kernels.tilemoments`),
+  so their values are those of the float chunk bit for bit.
+
+No float chunk is written for them. Anything else (an index, a slice, ``np.asarray``, a
+value band) calls :meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the
+float array the chunk then stands on, exactly as if it had been read so: same values either
+way.
 """
 
 from __future__ import annotations
