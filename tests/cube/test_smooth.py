@@ -176,3 +176,16 @@ def test_spatial_smooth_refuses_bad_kernels(tmp_path, kernel, match):
     with pytest.raises(DfitsError, match=match) as err:
         da.fits.spatial_smooth(kernel, raise_error_jybm=False)
     assert "vrad-3d.fits" in str(err.value)
+
+
+def test_chunks_over_half_the_chunk_size_split_along_channels(tmp_path):
+    """A task holds its native output beside its stored input: chunks are split along the
+    channels to at most half dask's chunk-size of output, as stored slices; same values."""
+    da = _open(spectral_cube_file(tmp_path, "vopt-3d-blank"))
+    whole = da.fits.spatial_smooth(1.0, raise_error_jybm=False)
+    plane = da.sizes["y"] * da.sizes["x"] * 4
+    with dask.config.set({"array.chunk-size": f"{4 * plane}B"}):
+        split = da.fits.spatial_smooth(1.0, raise_error_jybm=False)
+    axis = da.get_axis_num(da.fits.spectral_dim)
+    assert max(split.data.chunks[axis]) <= 2 < max(whole.data.chunks[axis])
+    np.testing.assert_array_equal(split.values, whole.values)

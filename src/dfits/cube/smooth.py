@@ -27,6 +27,7 @@ function per plane instead, for those who want its exact rounding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -160,12 +161,12 @@ def convolve_planes(
     dim = spectral.spectral_dim(obj)
     order = [d for d in obj.dims if d not in (dim, "y", "x")] + [dim, "y", "x"]
     cube = obj.transpose(*order)
-    x = as_dask(cube)
+    dtype = np.result_type(obj.dtype, np.float32)
+    x = _split_channels(as_dask(cube), dtype)
     distinct = {p if isinstance(p, tuple) else id(p): p for p in plans if p is not None}
     sizes = [_plane_kernel(p, pixscale).shape for p in distinct.values()]
     half = [max((s[i] // 2 for s in sizes), default=0) for i in (0, 1)]
     half = [min(h, n - 1) for h, n in zip(half, x.shape[-2:], strict=True)]
-    dtype = np.result_type(obj.dtype, np.float32)
     # no halo along an axis a chunk holds whole: the block then stays stored bytes
     depth = {x.ndim - 2 + i: h if x.numblocks[x.ndim - 2 + i] > 1 else 0
              for i, h in enumerate(half)}  # fmt: skip
@@ -179,6 +180,35 @@ def convolve_planes(
         data = x.map_blocks(_convolve_block, dtype=dtype, meta=meta, **options)
     out = keep_beams(obj, cube.copy(data=data)).transpose(*obj.dims)
     return out
+
+
+def _split_channels(x: Any, dtype: np.dtype) -> Any:
+    """``x`` with its channel chunks (axis -3) split to hold at most half dask's
+    ``array.chunk-size`` of output: a task holds its native output beside its stored input
+    (whose pages count in RSS as they are read), so the two together stay near the chunk
+    size. A split is a slice of a stored chunk: no decode, no copy.
+
+    Examples
+    --------
+    >>> import dask, dask.array as da
+    >>> x = da.zeros((8, 4, 4), chunks=(8, 4, 4), dtype="f4")
+    >>> with dask.config.set({"array.chunk-size": "256B"}):
+    ...     _split_channels(x, np.dtype("f4")).chunks[0]
+    (2, 2, 2, 2)
+    """
+    import dask
+    from dask.utils import parse_bytes
+
+    axis = x.ndim - 3
+    plane = math.prod(max(c, default=0) for i, c in enumerate(x.chunks) if i != axis)
+    most = max(
+        1, parse_bytes(dask.config.get("array.chunk-size")) // 2 // max(plane * dtype.itemsize, 1)
+    )
+    parts = []
+    for c in x.chunks[axis]:
+        k = -(-c // most)  # pieces of this chunk, as even as they come
+        parts += [c // k + (i < c % k) for i in range(k)] if c else [c]
+    return x if tuple(parts) == x.chunks[axis] else x.rechunk({axis: tuple(parts)})
 
 
 def _pixscale(celestial: Any) -> float:
