@@ -75,7 +75,13 @@ case fills Numba's on-disk kernel cache (the cold-start issue's "cache warm" sta
 is a fresh ``python`` process that imports its tools (untimed), then times the case twice:
 ``first`` (a fresh process) and ``again`` (warm, same process); ``--once`` skips ``again``.
 Peak RSS is the process's own ``VmHWM``, set against the issue's bound for dfits, 2 × chunk ×
-threads + 200 MB. Rounds are interleaved across tools; tables give medians. Each tool's maps
+threads + 200 MB. What a smoothing run holds at its peak: the worker's imports (~300 MiB with
+xarray, astropy, scipy and the loaded kernels, before any data), and per thread one task's
+stored input (its mapped pages, resident as the kernel reads them) and its native float
+output; the smoothing tasks are planned at half the chunk size, so the two stay near one
+chunk (the spectral kernel's workspace, a tile of 256 columns of the band, is 256 KiB a thread
+for 256 float32 channels).
+Rounds are interleaved across tools; tables give medians. Each tool's maps
 are checked against spectral-cube's eager ones where both are finite: rtol 1e-4, or 1e-6 of
 the map's largest value where moment-0 crosses zero in the noise (after convolution the
 tools' FFT round-off differs by ~1e-7 of the peak; spectral-cube's two modes differ as much).
