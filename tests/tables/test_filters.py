@@ -135,6 +135,10 @@ def test_one_map_per_span_and_only_the_named_fields_are_read(binary, monkeypatch
     row_bytes = hdu.layout.shape[1]
     monkeypatch.setattr(rowdecode, "SPAN_BYTES", 40 * row_bytes)  # spans of 40, 40, 17 rows
     offsets = {c.offset: c.name for c in hdu.columns}
+    # the matching rows are copied from the first selected field's byte to the last's
+    lo = min(c.offset for c in hdu.columns if c.name in ("D", "PJ"))
+    hi = max(c.offset + c.width for c in hdu.columns if c.name in ("D", "PJ"))
+    widths = []
     decoded, maps = [], []
     values_at, decode_fields, mapped = (
         ColumnReader.values_at,
@@ -147,7 +151,9 @@ def test_one_map_per_span_and_only_the_named_fields_are_read(binary, monkeypatch
         return values_at(self, buf, start, stride, n, *args, **kwargs)
 
     def counting_decode(rows, where, *args):
-        decoded.extend((offsets[int(o)], rows.shape[0]) for o in where)
+        widths.append(rows.shape[1])
+        shift = 0 if rows.shape[1] == row_bytes else lo
+        decoded.extend((offsets[int(o) + shift], rows.shape[0]) for o in where)
         return decode_fields(rows, where, *args)
 
     def counting_map(self, offset, nbytes, **kwargs):
@@ -170,6 +176,7 @@ def test_one_map_per_span_and_only_the_named_fields_are_read(binary, monkeypatch
         assert [n for got, n in decoded if got == name] == spans
     for name in ("D", "PJ"):  # the selected columns: the matching rows only, once
         assert sum(n for got, n in decoded if got == name) == len(rows)
+    assert set(widths) == {row_bytes, hi - lo}  # whole rows, then only the selected bytes
 
 
 BAD = [

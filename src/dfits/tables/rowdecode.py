@@ -135,6 +135,10 @@ class _Rows:
     into: Mapping[int, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
+        widths = [(r.column.offset, r.column.offset + r.column.width) for r in self.readers]
+        #: the bytes of a row that hold the fields: a filter's matching rows copy only these
+        self.lo = min((a for a, b in widths if b > a), default=0)
+        self.hi = max((b for a, b in widths if b > a), default=0)
         self.picked = [k for k, r in enumerate(self.readers) if decodable(r)]
         picked = [self.readers[k] for k in self.picked]
         self.fields = (
@@ -143,9 +147,10 @@ class _Rows:
             np.array([_flip(r) for r in picked], np.uint64),
         )
 
-    def swap(self, block: np.ndarray, at: int | None) -> dict[int, np.ndarray]:
-        """The decodable columns of ``block``, each into its ``into`` rows from ``at`` (not
-        None) or a new array, the rows split between the threads."""
+    def swap(self, block: np.ndarray, at: int | None, shift: int) -> dict[int, np.ndarray]:
+        """The decodable columns of ``block`` (rows cut ``shift`` bytes in), each into its
+        ``into`` rows from ``at`` (not None) or a new array, the rows split between the
+        threads."""
         from dfits.kernels.fielddecode import decode_fields
 
         m = block.shape[0]
@@ -155,21 +160,25 @@ class _Rows:
         if not self.picked or not m:
             return outs
         targets = [outs[k] for k in self.picked]
+        offsets, sizes, flips = self.fields
+        fields = (offsets - shift, sizes, flips)
         if self.pool is None or block.nbytes < _THREADED:
-            decode_fields(block, *self.fields, targets)
+            decode_fields(block, *fields, targets)
             return outs
         cuts = np.linspace(0, m, self.threads + 1).astype(np.int64).tolist()
-        jobs = [self.pool.submit(decode_fields, block[x:y], *self.fields, [t[x:y] for t in targets])
+        jobs = [self.pool.submit(decode_fields, block[x:y], *fields, [t[x:y] for t in targets])
                 for x, y in itertools.pairwise(cuts) if y > x]  # fmt: skip
         for job in jobs:
             job.result()
         return outs
 
-    def decode(self, block: np.ndarray, first: int, at: int | None = None) -> list[Any]:
-        """Each column's part of ``block`` (``(m, row_bytes)`` whole rows, row ``first``
-        first; ``at``: where they go in ``into``)."""
+    def decode(
+        self, block: np.ndarray, first: int, at: int | None = None, shift: int = 0
+    ) -> list[Any]:
+        """Each column's part of ``block`` (``(m, width)``: rows, row ``first`` first, cut
+        ``shift`` bytes in; ``at``: where they go in ``into``)."""
         m, width = block.shape
-        outs = self.swap(block, at)
+        outs = self.swap(block, at, shift)
         flat = block.reshape(-1)
         parts: list[Any] = []
         for k, r in enumerate(self.readers):
@@ -178,9 +187,9 @@ class _Rows:
                 written = at is not None and k in (self.into or {})
                 parts.append(None if written else _nulls(outs[k], c, self.frame))
             elif _is_list(r, self.lists):
-                parts.append(heap.elements(r, flat, c.offset, width, m, first))
+                parts.append(heap.elements(r, flat, c.offset - shift, width, m, first))
             else:
-                values, nulls = r.values_at(flat, c.offset, width, m, first, self.frame)
+                values, nulls = r.values_at(flat, c.offset - shift, width, m, first, self.frame)
                 parts.append((np.asarray(values), nulls))  # stored chunks decoded off the map
         return parts
 
@@ -261,13 +270,13 @@ def _mapped_span(r0: ColumnReader, cols: _Rows, test: _Rows, keep: Keep | None, 
     kept = np.flatnonzero(keep.test(values, b - a))
     if not cols.readers:  # hdu.where: the row numbers only
         return Span(a, b, kept + a, [])
-    # the matching rows, copied out of the map once for every column (read-only, as the
-    # map is: the field kernel keeps one compiled signature)
-    block = block[kept]
+    # the matching rows' bytes that hold the selected fields, copied out of the map once
+    # for every column (read-only, as the map is: the field kernel keeps one signature)
+    block = block[kept, cols.lo : cols.hi]
     block.flags.writeable = False
     del span
     first = a + int(kept[0]) if len(kept) else a  # a message's row counts from here
-    return Span(a, b, kept + a, cols.decode(block, first))
+    return Span(a, b, kept + a, cols.decode(block, first, shift=cols.lo))
 
 
 class _Whole:
