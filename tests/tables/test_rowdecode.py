@@ -171,3 +171,34 @@ def test_each_span_of_rows_is_mapped_once_for_every_column(tmp_path, monkeypatch
                     for a in range(0, nrows, 20)]  # fmt: skip
     heaps = len(maps) - len(rows)  # one map of the span's heap per variable-length column
     assert heaps <= 3 * sum(c.code in "PQ" for c in hdu.columns)
+
+
+def test_remote_tables_read_alike_on_every_route(tmp_path):
+    """A file that cannot be mapped (fsspec) reads each column through its own gathers:
+    every route equals the mapped file's, filtered or not."""
+    fsspec = pytest.importorskip("fsspec")
+    from tests.tables.generated import write_binary
+
+    path = write_binary(tmp_path / "t.fits", seed=7, nrows=61)
+    fsspec.filesystem("memory").pipe("/dfits-rowdecode.fits", path.read_bytes())
+    here, there = dfits.open(path)[1], dfits.open("memory://dfits-rowdecode.fits")[1]
+    assert not there._file.source.mappable
+    expr = "(E > 0) | isnan(D)"
+    assert list(here.where(expr)) == list(there.where(expr))
+    for kw in ({}, {"where": expr}):
+        a, b = here.to_pandas(**kw), there.to_pandas(**kw)
+        assert list(a.index) == list(b.index)
+        for n in a.columns:
+            if a[n].dtype == object:
+                for x, y in zip(a[n], b[n], strict=True):
+                    np.testing.assert_array_equal(x, y, err_msg=n)
+            else:
+                pd.testing.assert_series_equal(a[n], b[n])
+        assert repr(here.to_arrow(**kw).to_pylist()) == repr(there.to_arrow(**kw).to_pylist())
+        ra, rb = here.read(**kw), there.read(**kw)
+        for n, values in ra.items():
+            if values.dtype == object:
+                for x, y in zip(values, rb[n], strict=True):
+                    np.testing.assert_array_equal(x, y, err_msg=n)
+            else:
+                np.testing.assert_array_equal(values, rb[n], err_msg=n)
