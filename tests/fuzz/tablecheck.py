@@ -9,36 +9,8 @@ every value read against astropy's: the file's own table, or for a tile-compress
 (ZTABLE) the plain table :func:`tests.fuzz.ztable.rebuild` decodes without dfits. Every
 column kind is compared, none dropped.
 
-The per-column comparison is the route tests' :func:`tests.tables.test_access.check_column`
-on astropy's values decoded as dfits decodes (:func:`tests.tablefiles.astropy_decoded`:
-TNULLn cells and blank ASCII integers as NaN), after the oracle rules below, which
-:func:`oracle_value` applies. They are astropy's known table quirks, where dfits gives the
-same values in another form, or where astropy reads what dfits rightly refuses:
-
-1. **A with TZERO -128 on B** (int8): astropy's table gives float64, dfits int8 (as for
-   images); compared as int8 when every value is one.
-2. **Widened ASCII A fields**: astropy widens an A field to the next TBCOLn; the text is the
-   same, trailing blanks stripped (:func:`tests.tables.test_routes._astropy_as_mapped`).
-3. **Logical NULs**: astropy reads a NUL logical as False with a warning, as dfits does; the
-   oracle's warnings are astropy's and are ignored.
-4. **TNULLn**: what astropy's column definition holds (not dfits' reading of the card)
-   decides the nulls of the oracle; astropy keeps a TNULLn outside the type's range, which
-   matches no stored value, so it nulls nothing either way.
-5. **astropy refuses, dfits reads**: no oracle for that column (counted as ``unchecked``).
-   **dfits refuses, astropy reads**: allowed ("dfits refuses", never an escape).
-6. **Scaled K** (TZEROn not 2**63): astropy 7/8 raises (its ``bzero64`` bug);
-   ``astropy_decoded`` computes stored * TSCALn + TZEROn in float64 as astropy would.
-7. **Complex and float NaN**: equal when both are NaN (payloads aside).
-8. **PA/QA cells**: astropy gives each row's characters as an array, dfits the row's
-   string; the oracle joins the characters (blanks inside kept) and strips the end, as
-   ``check_column`` does.
-9. **A ZTABLE column whose cells do not decode** (the oracle's decoder refuses them): dfits
-   must refuse that column on every route that reads those tiles (``read(where=)`` may
-   select rows of other tiles only); values are a ``mismatch``.
-10. **TSCALn/TZEROn of a P/Q column** scale the elements of its arrays (the standard,
-    cfitsio and dfits); astropy ignores them: the oracle scales astropy's stored elements.
-11. **No rows**: astropy's empty column of a TDIMn cell has no cell axes; dfits' keeps
-    them. Both must have no rows.
+The per-column comparison and astropy's known table quirks (the oracle rules) are in
+:mod:`tests.fuzz.tableoracle`.
 """
 
 from __future__ import annotations
@@ -52,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import dfits
+from tests.fuzz.tableoracle import as_numpy, equal, oracle_value
 
 __all__ = ["TableRead", "compare_tables", "oracle_value", "read_tables"]
 
@@ -192,156 +165,16 @@ def read_tables(path: str, outcome: Any) -> dict[int, TableRead]:
     return out
 
 
-# -- the oracle ----------------------------------------------------------------------------
-@dataclass
-class _Null:
-    """The column as astropy defines its nulls and scaling (rule 4), for astropy_decoded."""
-
-    name: str
-    dtype: np.dtype
-    code: str
-    ascii: bool
-    null: Any
-    scale: float
-    zero: float
-
-
-def oracle_value(data: Any, acol: Any, c: Any) -> Any:
-    """astropy's values of dfits column ``c`` (astropy's column ``acol`` of ``data``) as
-    dfits gives them, after the oracle rules of this module's docstring."""
-    from tests.tablefiles import astropy_decoded
-    from tests.tables.test_routes import _astropy_as_mapped
-
-    if c.code in "PQ" and c.form.element == "A":  # rule 8
-        return ["".join(np.asarray(v).astype(str)).rstrip(" \x00") for v in data[c.name]]
-    if c.code in "PQ":
-        return _scaled_arrays(list(data[c.name]), acol, c)
-    null = acol.null if isinstance(acol.null, (int, np.integer)) else c.null
-    if c.ascii:
-        null = acol.null
-    bscale = 1.0 if acol.bscale is None else acol.bscale
-    bzero = 0.0 if acol.bzero is None else acol.bzero
-    view = _Null(c.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
-    want = astropy_decoded(data, view)
-    if c.dtype == np.int8 and np.asarray(want).dtype.kind == "f":  # rule 1
-        want = np.asarray(want)
-        if not np.array_equal(want, want.astype(np.int8)):
-            return want
-        return want.astype(np.int8)
-    if c.dtype.kind == "U":  # rule 2
-        return _astropy_as_mapped(np.asarray(want), c.dtype, c.name)
-    return want
-
-
-def _scaled_arrays(arrays: list, acol: Any, c: Any) -> list:
-    """Rule 10: TSCALn/TZEROn of a P/Q column scale its arrays' elements (the standard,
-    cfitsio, dfits); astropy ignores them. The oracle scales astropy's stored elements into
-    dfits' element dtype: float64 for a scale, the unsigned type for the offset of
-    the unsigned convention."""
-    scale = 1.0 if acol.bscale is None else acol.bscale
-    zero = 0.0 if acol.bzero is None else acol.bzero
-    element = c.element_dtype
-    if (scale, zero) == (1, 0) or element.kind not in "iuf":
-        return arrays
-    out = []
-    for a in arrays:
-        a = np.asarray(a)
-        if element.kind == "f":
-            out.append((a.astype(np.float64) * scale + zero).astype(element))
-        else:  # an integer offset (unsigned): exact in Python integers
-            out.append(np.array([int(v) * int(scale) + int(zero) for v in a.ravel()], object)
-                       .reshape(a.shape).astype(element))  # fmt: skip
-    return out
-
-
 def _per_column(route: str, table: Any, columns: list[Any]) -> dict[str, Any]:
     """A whole-table route's result as numpy cells per column, read now: the result itself
     is let go before the descriptor check (an Arrow table of some kinds keeps a reference
     to the file's mapped rows after close; see docs/fuzzing.md)."""
     names = _names(table)
     return {
-        c.name: _owned(np.asarray(_as_numpy(route, table, c)) if route != "to_arrow" else
-                       _as_numpy(route, table, c))
+        c.name: _owned(np.asarray(as_numpy(route, table, c)) if route != "to_arrow" else
+                       as_numpy(route, table, c))
         for c in columns if names.count(c.name) == 1
     }  # fmt: skip
-
-
-def _as_numpy(route: str, table: Any, c: Any) -> Any:
-    """One column of a whole-table route's result, as numpy cells (nulls as NaN)."""
-    if route in ("read", "read(where=)"):
-        return table[c.name]
-    if route == "data[rows]":
-        return table[c.name]
-    if route == "to_pandas":
-        series = table[c.name]
-        if str(series.dtype)[:3] in ("Int", "UIn"):
-            return series.to_numpy(np.float64, na_value=np.nan)
-        return series.to_numpy()
-    column = table[c.name].combine_chunks()  # to_arrow: back to Python cells
-    return _cells(_arrow_cells(column.to_pylist(), c))
-
-
-def _arrow_cells(cells: list, c: Any) -> list:
-    out = []
-    for cell in cells:
-        if cell is None:
-            out.append(np.nan)
-        elif isinstance(cell, list) and c.dtype.kind == "c":
-            pairs = np.array(cell, np.float64)
-            out.append(complex(pairs[0], pairs[1]))
-        elif isinstance(cell, list):
-            flat = np.array([np.nan if v is None else v for v in _flatten(cell)])
-            out.append(flat)
-        else:
-            out.append(cell)
-    return out
-
-
-def _flatten(cell: list) -> list:
-    out = []
-    for v in cell:
-        out.extend(_flatten(v) if isinstance(v, list) else [v])
-    return out
-
-
-def _equal(got: Any, want: Any) -> bool:
-    """Values equal, cell by cell where cells are arrays, NaN equal to NaN."""
-    if isinstance(want, str) or isinstance(got, str):
-        return str(got).rstrip(" \x00") == str(want).rstrip(" \x00")
-    g, w = _cells(got), _cells(want)
-    if g.dtype == object or w.dtype == object:
-        g, w = _rows(g), _rows(w)
-        if len(g) != len(w):
-            return False
-        return all(_equal(a, b) for a, b in zip(g, w, strict=True))
-    if g.dtype.kind in "SU" or w.dtype.kind in "SU":
-        g, w = np.char.rstrip(g.astype(str)), np.char.rstrip(w.astype(str))
-        return g.shape == w.shape and bool(np.all(g == w))
-    if g.size != w.size:
-        return False
-    g, w = g.reshape(-1), w.reshape(-1)
-    if g.dtype.kind in "biu" and w.dtype.kind in "biu":
-        return bool(np.array_equal(g.astype(object), w.astype(object)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g, w = g.astype(np.complex128), w.astype(np.complex128)
-        return bool(np.array_equal(g, w, equal_nan=True))
-
-
-def _rows(values: np.ndarray) -> list:
-    """The cells of a column, one per row (a 2-D array of cells: its rows)."""
-    if not values.ndim:
-        return [values[()]]
-    return list(values)
-
-
-def _cells(values: Any) -> np.ndarray:
-    """``values`` as an array; a list of cells (P/Q arrays) as a 1-d object array."""
-    if isinstance(values, list):
-        out = np.empty(len(values), object)
-        out[:] = [np.asarray(v) if isinstance(v, (list, np.ndarray)) else v for v in values]
-        return out
-    return np.asarray(values)
 
 
 def _oracle(path: str, index: int) -> tuple[Any, int, dict[str, str]]:
@@ -427,7 +260,7 @@ def _compare_column(read, c, data, acols, corrupt, unchecked, check_column) -> l
             except AssertionError as err:
                 out.append(f"{c.name} via {route}: {err}"[:2000])
             continue
-        if not _equal(value, expect):
+        if not equal(value, expect):
             out.append(f"{c.name} via {route}: {value!r} but astropy {expect!r}"[:2000])
     if read.rule and read.rows is not None and "column" in got:
         out += _check_where(read, c, got["column"])
