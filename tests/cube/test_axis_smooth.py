@@ -106,6 +106,19 @@ def test_along_chunks_keeps_a_whole_axis_plan():
     assert sum(chunks[2]) == 16
 
 
+def test_along_chunks_leave_room_for_the_output():
+    """A smoothing task holds its output beside its stored input: chunks of at most half
+    the chunk size of values (physical ones: scaled int16 decodes to float32)."""
+    import math
+
+    with dask.config.set({"array.chunk-size": "1MiB"}):
+        for dtype, itemsize in (("f4", 4), ("f4", 2), ("f8", 8)):
+            chunks = along_chunks((64, 96, 128), np.dtype(dtype), itemsize, 0)
+            biggest = math.prod(max(c) for c in chunks) * np.dtype(dtype).itemsize
+            assert chunks[0] == (64,)
+            assert 2**18 < biggest <= 2**19
+
+
 def test_smoothed_chunks_stay_fusable(tmp_path):
     from dfits.stored.stored import StoredChunk
 
