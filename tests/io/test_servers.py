@@ -88,15 +88,25 @@ def test_http_spectrum_requests_follow_runs_not_bytes(http, files):
     url = f"{http.url}/cube.fits"
     expected = _expected(files / "cube.fits")[0]
     hdu = dfits.open(url)[0]
-    # Default gap (256 KiB) > the 16 KiB planes: the whole spectrum is one request.
+    multi = isinstance(http, Nginx)
+    # The default gap (256 KiB) > the 16 KiB planes, but a part of a multi-range request costs
+    # 1/64 of a request: nginx gets the 100 runs of 2 bytes in 2 requests, never the 1.6 MB
+    # between them. The Python server refuses multi-range requests (once per process, then
+    # it is known): there the whole spectrum is one request.
+    if not multi:
+        hdu.section[:, 21, 30]  # the refusal, if this process has not met it yet
     before = len(http.gets("cube.fits"))
     np.testing.assert_array_equal(hdu.section[:, 20, 30], expected[:, 20, 30])
-    assert len(http.gets("cube.fits")) - before == 1
+    got = http.gets("cube.fits")[before:]
+    if multi:
+        assert [r.status for r in got] == [206, 206]
+        assert sum(r.sent for r in got) < 100 * 200
+    else:
+        assert len(got) == 1
     # A gap smaller than a plane: 100 runs of 2 bytes. nginx answers multi-range requests
     # (64 ranges each): 2 requests. The Python server does not: one refused multi-range
     # request (answered 200, body not read), then one request per channel. Either way an
     # aperture of 10 rows is still one range per channel (rows coalesced), never 100 x 10.
-    multi = isinstance(http, Nginx)
     with dask.config.set({"dfits.remote.gap": 1024}):
         hdu = dfits.open(url)[0]
         before = len(http.gets("cube.fits"))

@@ -300,7 +300,7 @@ class FsspecSource:
         One request covering one run is returned without a copy; otherwise each request's
         bytes are cut into the runs it covers.
         """
-        groups = coalesce(runs, self.gap)
+        groups = coalesce(runs, self._gap())
         blobs = self.read_ranges([(a, b) for _, _, a, b in groups])
         length = runs.length
         if len(groups) == 1 and groups[0][1] - groups[0][0] == 1:
@@ -316,6 +316,18 @@ class FsspecSource:
                 for j, r in enumerate(rel.tolist(), start=first):
                     out[j] = src[r : r + length]
         return out.reshape(-1)
+
+    def _gap(self) -> int:
+        """The gap that :meth:`gather` merges: a request costs as much as reading ``gap``
+        bytes, and a part of a multi-range request (up to :data:`~dfits.io.http.MAX_PARTS` a
+        request) a part of that. So runs go out as runs, not as the rows between them (a
+        zoomed window, a stamp), where the server answers multi-range requests; one that
+        does not gets single ranges from then on, coalesced at the full gap. (With the
+        default gap, 4 KiB: a part's headers are about 100 bytes.)"""
+        fs, path = self._filesystem()
+        if _is_http(fs) and http.multi_range(path):
+            return min(self.gap, DEFAULTS["gap"] // http.MAX_PARTS)
+        return self.gap
 
     def verify(self) -> None:
         """Before a chunk read: stores whose answers do not carry the identity are asked."""
