@@ -147,9 +147,8 @@ class HDU(TableAccess):
             spec.check()
         return ImageReader(self._file.source, self.layout.data_offset, self.shape, spec, raw)
 
-    def _array(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
-        from dask.base import tokenize
-
+    def _plan(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
+        # the reader and chunks of data/raw: the dask array's, and dfits.array.eager's
         block = self._block(raw)
         spec = block.spec
         chunks = self._file.chunks if chunks is None else chunks
@@ -161,8 +160,14 @@ class HDU(TableAccess):
         if self.layout.tiles is not None and given is None:
             # default plans take whole tiles: no tile is decoded by two tasks
             chunks = align_chunks(chunks, self.layout.tiles.tile, self.shape)
+        return block, chunks
+
+    def _array(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
+        from dask.base import tokenize
+
+        block, chunks = self._plan(raw, chunks, reduce_axis)
         token = tokenize(
-            self._file.source.token, self.layout.data_offset, self.shape, spec, raw, chunks
+            self._file.source.token, self.layout.data_offset, self.shape, block.spec, raw, chunks
         )
         label = "raw" if raw else "data"
         # tiles: a slice of the array decodes only the tiles it meets, not its whole chunks

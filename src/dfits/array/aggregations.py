@@ -33,7 +33,7 @@ from dfits.stored.stored import StoredChunk
 if TYPE_CHECKING:
     import dask.array as da
 
-__all__ = ["AGGREGATIONS", "Aggregation", "reduce"]
+__all__ = ["AGGREGATIONS", "Aggregation", "Steps", "prepare", "reduce"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,71 @@ for _name, (_max, _skip) in a.ARG_REDUCTIONS.items():  # positional: see argstep
     _entry(_name, _chunk_of, _pair, _last, lambda _: np.dtype(np.intp), _skip, positional=True)
 
 
+@dataclass(frozen=True)
+class Steps:
+    """One request of the table bound to an array's shape: what both routes run.
+
+    :func:`reduce` hands ``chunk``, ``combine`` and ``aggregate`` to ``da.reduction``; the
+    eager route (:mod:`dfits.array.eager`) calls the very same functions on the very same
+    blocks, in dask's tree order. A ``positional`` request's ``chunk`` takes the block and its
+    global positions, one ``arange`` per axis (see :mod:`dfits.array.argsteps`).
+    """
+
+    name: str
+    axes: tuple[int, ...]
+    dtype: np.dtype
+    keepdims: bool
+    chunk: Callable[..., dict]
+    combine: Callable[..., dict]
+    aggregate: Callable[..., np.ndarray]
+    positional: bool = False
+
+    def partial(self, block: Any, positions: tuple[np.ndarray, ...]) -> dict:
+        """One block's partials (kept dims), as the dask route's chunk step makes them."""
+        if self.positional:
+            return self.chunk(block, *positions)
+        return self.chunk(block, axis=self.axes, keepdims=True)
+
+
+def prepare(
+    x: Any,
+    how: str,
+    axis: int | tuple[int, ...] | None = None,
+    *,
+    keepdims: bool = False,
+    band: tuple[float, float] | None = None,
+    **options: Any,
+) -> Steps:
+    """The :class:`Steps` of ``how`` over ``axis`` of ``x`` (anything with ``shape`` and
+    ``dtype``), checked as :func:`reduce` checks them; see :func:`reduce` for the arguments.
+
+    >>> import numpy as np
+    >>> prepare(np.zeros((2, 3)), "sum", axis=-1).axes
+    (1,)
+    """
+    agg = AGGREGATIONS.get(how)
+    if agg is None:
+        known = ", ".join(sorted(AGGREGATIONS))
+        raise ValueError(f"unknown reduction {how!r}; choose from {known}")
+    shape = tuple(x.shape)
+    if agg.positional:
+        if band is not None:
+            raise TypeError(f"{how} takes no band")
+        axes, first, pair, last = a.positional_steps(shape, agg, axis, **options)
+        return Steps(how, axes, np.dtype(np.intp), keepdims, first, pair, last, positional=True)
+    axes = kernels.normalize_axis(axis, len(shape))
+    dtype = agg.dtype(x.dtype)
+    skipna = agg.skipna or band is not None
+    size = int(np.prod([shape[a] for a in axes]))
+    if size == 0 and how.removeprefix("nan") in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
+    options = {**options, "skipna": skipna}
+    return Steps(
+        how, axes, dtype, keepdims, functools.partial(_chunk, agg, skipna, band),
+        functools.partial(_combine, agg), functools.partial(_aggregate, agg, size, dtype, options),
+    )  # fmt: skip
+
+
 def reduce(
     x: da.Array,
     how: str,
@@ -116,7 +181,8 @@ def reduce(
     Returns
     -------
     dask.array.Array
-        The lazy result, with numpy's dtype for the reduction.
+        The lazy result, with numpy's dtype for the reduction. (The same request computed
+        now, without a graph when it is small: :func:`dfits.array.eager.reduce_hdu`.)
 
     Examples
     --------
@@ -127,28 +193,14 @@ def reduce(
     """
     import dask.array as da
 
-    agg = AGGREGATIONS.get(how)
-    if agg is None:
-        known = ", ".join(sorted(AGGREGATIONS))
-        raise ValueError(f"unknown reduction {how!r}; choose from {known}")
-    if agg.positional:
-        if band is not None:
-            raise TypeError(f"{how} takes no band")
-        return a.positional_reduce(x, agg, axis, keepdims, split_every, **options)
-    axes = kernels.normalize_axis(axis, x.ndim)
-    dtype = agg.dtype(x.dtype)
-    skipna = agg.skipna or band is not None
-    size = int(np.prod([x.shape[a] for a in axes]))
-    if size == 0 and how.removeprefix("nan") in ("min", "max"):
-        raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
-    options = {**options, "skipna": skipna}
-    out_ndim = x.ndim if keepdims else x.ndim - len(axes)
+    steps = prepare(x, how, axis, keepdims=keepdims, band=band, **options)
+    if steps.positional:
+        return a.positional_reduce(x, steps, split_every)
+    out_ndim = x.ndim if keepdims else x.ndim - len(steps.axes)
     return da.reduction(
-        x, functools.partial(_chunk, agg, skipna, band),
-        functools.partial(_aggregate, agg, size, dtype, options),
-        combine=functools.partial(_combine, agg), axis=axes, keepdims=keepdims, dtype=dtype,
-        split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, dtype),
-        name=f"dfits-{how}",
+        x, steps.chunk, steps.aggregate, combine=steps.combine, axis=steps.axes,
+        keepdims=keepdims, dtype=steps.dtype, split_every=split_every, concatenate=False,
+        meta=np.empty((0,) * out_ndim, steps.dtype), name=f"dfits-{how}",
     )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ maximum answers from).
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "arg_finalize",
     "flat_parts",
     "positional_reduce",
+    "positional_steps",
 ]
 
 #: name -> (wants the maximum, skips NaN)
@@ -49,15 +51,13 @@ ARG_REDUCTIONS = {
 }
 
 
-def positional_reduce(
-    x: da.Array, agg: Any, axis: int | None = None, keepdims: bool = False,
-    split_every: int | None = None, *, allnan: int | None = None,
-) -> da.Array:  # fmt: skip
-    """The positional table entry ``agg`` of ``x`` over one ``axis`` or None (the flat index
-    over the whole array, C order); ``allnan``: the index of an all-NaN slice (``nan`` forms
-    only), which raises ``ValueError`` by default, as numpy does."""
-    import dask.array as da
-
+def positional_steps(
+    shape: tuple[int, ...], agg: Any, axis: int | None = None, *, allnan: int | None = None
+) -> tuple[tuple[int, ...], Any, Any, Any]:
+    """The reduced axes and the chunk, combine and finish steps of the positional table entry
+    ``agg`` over one ``axis`` or None (the flat index over the whole array, C order);
+    ``allnan``: the index of an all-NaN slice (``nan`` forms only), which raises
+    ``ValueError`` by default, as numpy does. The chunk step takes a block and its positions."""
     how = agg.name
     if allnan is not None:
         if not agg.skipna:
@@ -65,22 +65,31 @@ def positional_reduce(
         allnan = operator.index(allnan)
     if axis is not None and np.ndim(axis) != 0:
         raise TypeError(f"{how} takes a single axis or None, not {axis!r}")
-    axes = tuple(range(x.ndim)) if axis is None else (int(axis) % max(x.ndim, 1),)
-    if x.size == 0:
+    ndim = len(shape)
+    axes = tuple(range(ndim)) if axis is None else (int(axis) % max(ndim, 1),)
+    if math.prod(shape) == 0:
         raise ValueError(f"attempt to get {how} of an empty sequence")
+    first = functools.partial(agg.chunk, axes, tuple(shape))
+    return axes, first, functools.partial(_combine, agg), functools.partial(_finish, agg, allnan)
+
+
+def positional_reduce(x: da.Array, steps: Any, split_every: int | None = None) -> da.Array:
+    """The graph of a positional request ``steps`` (:func:`positional_steps`, bound by
+    :func:`dfits.array.aggregations.prepare`) over ``x``."""
+    import dask.array as da
+
     ind = tuple(range(x.ndim))
     positions = [da.arange(n, chunks=(c,)) for n, c in zip(x.shape, x.chunks, strict=True)]
     pos_args = [a for i, p in enumerate(positions) for a in (p, (ind[i],))]
     parts = da.blockwise(
-        functools.partial(agg.chunk, axes, x.shape), ind, x, ind, *pos_args,
-        adjust_chunks=dict.fromkeys(axes, 1), dtype=np.intp, meta=np.empty((0,) * x.ndim),
+        steps.chunk, ind, x, ind, *pos_args, adjust_chunks=dict.fromkeys(steps.axes, 1),
+        dtype=np.intp, meta=np.empty((0,) * x.ndim),
     )  # fmt: skip
-    out_ndim = x.ndim if keepdims else x.ndim - len(axes)
+    out_ndim = x.ndim if steps.keepdims else x.ndim - len(steps.axes)
     return da.reduction(
-        parts, _keep, functools.partial(_finish, agg, allnan), axis=axes,
-        combine=functools.partial(_combine, agg), keepdims=keepdims, dtype=np.intp,
-        split_every=split_every, concatenate=False, meta=np.empty((0,) * out_ndim, np.intp),
-        name=f"dfits-{how}",
+        parts, _keep, steps.aggregate, axis=steps.axes, combine=steps.combine,
+        keepdims=steps.keepdims, dtype=np.intp, split_every=split_every, concatenate=False,
+        meta=np.empty((0,) * out_ndim, np.intp), name=f"dfits-{steps.name}",
     )  # fmt: skip
 
 
