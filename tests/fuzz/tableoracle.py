@@ -27,11 +27,16 @@ same values in another form, or where astropy reads what dfits rightly refuses:
    must refuse that column on every route that reads those tiles (``read(where=)`` may
    select rows of other tiles only); values are a ``mismatch``.
 10. **TSCALn/TZEROn of a P/Q column** scale the elements of its arrays (the standard,
-    cfitsio and dfits); astropy ignores them: the oracle scales astropy's stored elements.
+    cfitsio and dfits); astropy scales the first row's array only (in its stored dtype:
+    integers truncate) and leaves the others: the oracle scales the stored elements of
+    astropy's raw heap.
 11. **No rows**: astropy's empty column of a TDIMn cell has no cell axes; dfits' keeps
     them. Both must have no rows.
 12. **TSCALn/TZEROn on C/M**: astropy scales the real part and drops the imaginary one
     (float64); no oracle for the column (``unchecked``). dfits ignores them.
+13. **TZEROn = 2**(n-1) with TSCALn other than 1** (not the unsigned convention): astropy
+    keeps unsigned integers and wraps (stored * TSCALn + TZEROn modulo 2**n); the standard's
+    values, and dfits', are float64: the oracle computes them from astropy's raw field.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ from typing import Any
 import numpy as np
 
 __all__ = ["as_numpy", "cells", "equal", "oracle_value"]
+
+#: the stored dtype of a P/Q column's elements (of the numbers astropy may scale)
+_STORED = {"B": ">u1", "I": ">i2", "J": ">i4", "K": ">i8", "E": ">f4", "D": ">f8"}
 
 
 @dataclass
@@ -69,7 +77,7 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     if c.code in "PQ" and c.form.element == "A":  # rule 8
         return ["".join(np.asarray(v).astype(str)).rstrip(" \x00") for v in data[c.name]]
     if c.code in "PQ":
-        return _scaled_arrays(list(data[c.name]), acol, c)
+        return _scaled_arrays(data, acol, c)
     null = acol.null if isinstance(acol.null, (int, np.integer)) else c.null
     if c.ascii:
         null = acol.null
@@ -77,6 +85,11 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     bzero = 0.0 if acol.bzero is None else acol.bzero
     view = _Null(c.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
     want = astropy_decoded(data, view)
+    if c.dtype.kind == "f" and np.asarray(want).dtype.kind in "iu" and not c.ascii:  # rule 13
+        raw = np.asarray(data.base[c.name])
+        want = raw.astype(np.float64) * bscale + bzero
+        if isinstance(null, (int, np.integer)):
+            want = np.where(raw == null, np.nan, want)
     if c.dtype == np.int8 and np.asarray(want).dtype.kind == "f":  # rule 1
         want = np.asarray(want)
         if not np.array_equal(want, want.astype(np.int8)):
@@ -87,24 +100,28 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     return want
 
 
-def _scaled_arrays(arrays: list, acol: Any, c: Any) -> list:
+def _scaled_arrays(data: Any, acol: Any, c: Any) -> list:
     """Rule 10: TSCALn/TZEROn of a P/Q column scale its arrays' elements (the standard,
-    cfitsio, dfits); astropy ignores them. The oracle scales astropy's stored elements into
-    dfits' element dtype: float64 for a scale, the unsigned type for the offset of
-    the unsigned convention."""
+    cfitsio, dfits). astropy scales the first row's array only, in its stored dtype, and
+    leaves the others: the oracle takes every row's stored elements from astropy's raw
+    descriptors and heap and scales them into dfits' element dtype (float64 for a scale,
+    the unsigned type for the offset of the unsigned convention)."""
+    arrays = list(data[c.name])
     scale = 1.0 if acol.bscale is None else acol.bscale
     zero = 0.0 if acol.bzero is None else acol.bzero
     element = c.element_dtype
     if (scale, zero) == (1, 0) or element.kind not in "iuf":
         return arrays
+    stored = np.dtype(_STORED[c.form.element])
+    heap = np.asarray(data._get_heap_data())  # astropy's heap bytes, from THEAP
     out = []
-    for a in arrays:
-        a = np.asarray(a)
+    for (count, at), shown in zip(np.asarray(data.base[c.name]), arrays, strict=True):
+        a = np.frombuffer(heap, stored, int(count), int(at)).reshape(np.shape(shown))
         if element.kind == "f":
             out.append((a.astype(np.float64) * scale + zero).astype(element))
         else:  # an integer offset (unsigned): exact in Python integers
-            out.append(np.array([int(v) * int(scale) + int(zero) for v in a.ravel()], object)
-                       .reshape(a.shape).astype(element))  # fmt: skip
+            values = [int(v) * int(scale) + int(zero) for v in a.ravel()]
+            out.append(np.array(values, object).reshape(a.shape).astype(element))
     return out
 
 
