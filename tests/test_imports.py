@@ -153,3 +153,39 @@ def test_a_section_loads_numba_but_not_dask(mixed_file: Path) -> None:
     """
     # numba itself imports scipy when it is installed
     assert set(loaded_after(script)) <= {"numba", "llvmlite", "scipy"}
+
+
+#: what the eager route (dfits.array.eager) must never load: dask.array (and, through it,
+#: xarray, pandas, pyarrow) and distributed; numba loads for the kernels, dask for its config
+NOT_EAGER = ["dask.array", "distributed", "xarray", "pandas", "pyarrow", "matplotlib"]
+
+
+def test_one_shot_eager_reductions_load_neither_dask_array_nor_distributed(mixed_file: Path):
+    # issue 49's one-shot cases, small: a tile-compressed image's sum, columns' sums, stats
+    script = f"""
+    import io, sys
+    import numpy as np
+    import dfits
+    from dfits.array.eager import reduce_hdu
+    f = dfits.open({str(mixed_file)!r})
+    image = np.arange(64 * 64, dtype=np.int64)
+    assert int(reduce_hdu(f["TILES"], "sum")) == int(image.sum())
+    assert reduce_hdu(f["EVENTS"], ["sum", "max"], column="E") == [28.0, 7.0]
+    assert reduce_hdu(f[0], "nanargmax", axis=0).tolist() == [63] * 64
+    sys.stdout = io.StringIO()
+    from dfits.cli import main
+    assert main(["stats", {str(mixed_file)!r}, "--quiet"]) == 0
+    text = sys.stdout.getvalue()
+    assert "sum    8386560" in text, text
+    """
+    assert loaded_after(script, [*NOT_EAGER, "numba"]) == ["numba"]
+
+
+def test_over_the_eager_limit_the_dask_route_runs(mixed_file: Path):
+    script = f"""
+    import dask, dfits
+    from dfits.array.eager import reduce_hdu
+    with dask.config.set({{"dfits.eager-bytes": 0}}):
+        assert int(reduce_hdu(dfits.open({str(mixed_file)!r})[0], "sum")) == 8386560
+    """
+    assert "dask.array" in loaded_after(script, NOT_EAGER)

@@ -141,21 +141,21 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     import dask
 
     import dfits
-    from dfits.array import reduce
-    from dfits.array.scheduler import compute
+    from dfits.array.eager import reduce_hdu
     from dfits.progress import bar_chunks
 
-    names = _stat_names(args.stat)
+    names, shown = _stat_names(args.stat), _shown(args)
     kind = _output_kind(args, len(names))
     hdu = _pick(dfits.open(args.file), _hdu_key(args.hdu))
-    with bar_chunks(_shown(args), hdu.data.nbytes):  # chunks a shown bar advances through
-        x = hdu.to_dask()
-    axis = _axes(args.axis, x.ndim)
-    # the reductions dfits owns: one fused kernel pass per chunk and statistic
-    exprs = {name: reduce(x, _STATS[name], axis=axis) for name in names}
+    axis = _axes(args.axis, len(hdu.shape))
     print(f"{args.file}  HDU {hdu.index} ({hdu.name})  shape {hdu.shape}  dtype {hdu.dtype}")
-    with _progress(args), dask.config.set(scheduler="threads"):
-        values = dict(zip(exprs, compute(*exprs.values()), strict=True))
+    # the reductions dfits owns, one fused kernel pass per chunk and statistic: without a
+    # graph when small (dfits.array.eager), else (or for a shown bar, its chunks planned by
+    # bar_chunks) on dask's threads
+    local = {"scheduler": "threads", **({"dfits.eager-bytes": 0} if shown else {})}
+    with bar_chunks(shown, shown and hdu.data.nbytes), _progress(args), dask.config.set(local):
+        got = reduce_hdu(hdu, [_STATS[name] for name in names], axis)
+    values = dict(zip(names, got, strict=True))
     for name, value in values.items():
         print(f"  {name:<6} {_stat_text(value)}")
     if args.output:

@@ -82,7 +82,6 @@ def normalize(
     ``None`` or ``"auto"`` gives :func:`file_chunks` at dask's ``array.chunk-size``.
     """
     import dask
-    from dask.array.core import normalize_chunks
     from dask.utils import parse_bytes
 
     if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
@@ -91,6 +90,8 @@ def normalize(
         # hold the same number of values as dask's own planning would give
         scale = max(1, np.dtype(dtype).itemsize // itemsize)
         return file_chunks(shape, itemsize, max(itemsize, target // scale))
+    from dask.array.core import normalize_chunks  # only here: the file's plan needs no dask.array
+
     return normalize_chunks(chunks, shape, dtype=dtype)
 
 
