@@ -203,9 +203,11 @@ def default_memory_limit() -> int:
     return int(total) // 2
 
 
-#: blocks one thread holds at once in a pass through scratch: the block read (tiles gathered
-#: by zarr), its transform, the twiddled product, the block being written and the next one
-#: being read. ``tests/fft/test_ooc.py`` runs 2**22 complex64 under a 16 MiB cap with it.
+#: blocks of the cap per thread. A pass now holds about two per task (the block read back,
+#: transformed in place, and the FFT library's work buffer: ``tests/fft/test_transpose.py``
+#: bounds a task at 2.5); the rest is left to the page cache, where a store's tiles stay
+#: until the next pass reads them instead of being read back from disk, and to dask's
+#: blocks in flight. ``tests/fft/test_ooc.py`` runs 2**22 complex64 under a 16 MiB cap.
 HELD_BLOCKS = 6
 
 
