@@ -162,7 +162,7 @@ def test_shared_kernels_cover_tables_and_medians(tmp_path):
 #: Reductions of a quantised float32 image, chunks of whole row tiles and chunks across them.
 QUANTISED_CALLS = r"""
 import sys
-import dask, numpy as np
+import dask, dask.array as da, numpy as np
 import dfits
 from dfits.array import reduce, weighted_sums
 with dask.config.set(scheduler="threads"):
@@ -170,7 +170,7 @@ with dask.config.set(scheduler="threads"):
         x = dfits.open(sys.argv[1], chunks=chunks)[1].data
         dask.compute(x.sum(), np.nanmax(x), np.nanmin(x, axis=0), np.nanmean(x, axis=1),
                      x.std(), np.nanstd(x, axis=0), reduce(x, "nanvar", axis=1),
-                     weighted_sums(x, 0, np.ones(x.shape[0])), x)
+                     weighted_sums(x, 0, np.ones(x.shape[0])), da.nanargmax(x, axis=0), x)
 """
 
 #: the kernel families the tiles task warms (cache files are named by module and function)

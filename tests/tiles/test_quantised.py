@@ -187,6 +187,7 @@ def _floats_route(monkeypatch):
     and the float kernels run on them."""
     monkeypatch.setattr(quantised.QuantisedTiles, "moments", lambda *a: None)
     monkeypatch.setattr(quantised.QuantisedTiles, "weighted_sums", lambda *a: None)
+    monkeypatch.setattr(quantised.QuantisedTiles, "indexed", lambda *a: None)
 
 
 def _moment_requests(x):
@@ -197,7 +198,8 @@ def _moment_requests(x):
         reduce(x, "std"), reduce(x, "nanstd"), reduce(x, "nanvar", axis=0),
         reduce(x, "var", axis=-1), reduce(x, "nanstd", axis=tuple(range(1, x.ndim))),
         reduce(x, "nanmean", axis=0), weighted_sums(x, 0, w),
-        weighted_sums(x, 0, w, threshold=99.0),
+        weighted_sums(x, 0, w, threshold=99.0), reduce(x, "nanargmax", axis=0),
+        x.argmin(axis=1), reduce(x, "nanargmin"),
     )  # fmt: skip
 
 
@@ -216,8 +218,9 @@ MOMENT_CASES = [
 def test_moments_equal_the_float_route_bit_for_bit(
     tmp_path, monkeypatch, counted, method, tile, dtype, chunks
 ):
-    """Variances, standard deviations and moment-map sums of every dither, float32 and
-    float64, edge tiles, chunks on and off tile boundaries: no float chunk is written, and
+    """Variances, standard deviations, moment-map sums and arg-extremes of every dither,
+    float32 and float64, edge tiles, chunks on and off tile boundaries: no float chunk is
+    written, and
     the values are those of the float chunk's kernels bit for bit, and astropy's reduced by
     numpy within float64 rounding."""
     want = write_image(tmp_path / "q.fits.fz", method, tile, dtype, (90, 77))
@@ -245,6 +248,9 @@ def test_moments_equal_the_float_route_bit_for_bit(
     np.testing.assert_allclose(got[6][0], kept.sum(axis=0), rtol=1e-13)
     w = np.linspace(-1.0, 2.0, x.shape[0])[:, None]
     np.testing.assert_allclose(got[6][2], (kept * w * w).sum(axis=0), rtol=1e-13)
+    np.testing.assert_array_equal(got[8], np.nanargmax(want, axis=0))
+    np.testing.assert_array_equal(got[9], np.argmin(want, axis=1))
+    assert got[10] == np.nanargmin(want)
     cut = np.where(wide >= 99.0, wide, 0.0)
     np.testing.assert_allclose(got[7][1], (cut * w).sum(axis=0), rtol=1e-12, atol=1e-9)
 

@@ -7,7 +7,9 @@ these kernels it was dequantised into a float chunk and summed by
 (the row kernel's block sum and Neumaier add, the column adder four rows at a time) on blocks
 that :func:`~dfits.kernels.tilefill.fill` dequantises just before they are read, so its sums
 are the float route's bit for bit, without the float chunk. :func:`window_extrema` gives the
-extremes and the counts of valid values and NaNs (exact, whatever the order).
+extremes and the counts of valid values and NaNs (exact, whatever the order), and
+:func:`tile_indexed` the extremes with their first indices (``argmax``, a cube's peak
+velocity), for windows and whole tiles alike.
 Axes that need a split view are declined (None).
 """
 
@@ -33,7 +35,7 @@ from dfits.kernels._spec import Spec, params
 from dfits.kernels.sums import _block_summer, column_adder
 from dfits.kernels.tilefill import c_view, fill, scratch
 
-__all__ = ["window_extrema", "window_sum_count"]
+__all__ = ["tile_indexed", "window_extrema", "window_sum_count"]
 
 
 def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
@@ -188,5 +190,62 @@ def _extreme_kernel(kind: Kind, want_max: bool):
                     fill(tm, (a * nb + b) * nc + c0, w, fb[:w])
                     for k in range(w):
                         step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, c0 + k)
+
+    return entry(cols, kind, want_max)
+
+
+def tile_indexed(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max: bool):
+    """``(value, index, first NaN index)`` over ``axes`` as :func:`dfits.kernels.extrema`
+    gives them with indices (flat C-order indices over the reduced axes, the first
+    occurrence on ties, -1 where none; the value is undefined where the index is -1), or
+    None."""
+    plan = _plan(spec, shape, axes)
+    if plan is None:
+        return None
+    kind, p, form, vshape, kept = plan
+    geo = (vshape[0], vshape[1], 1) if form == "rows" else vshape
+    val = np.full(kept, -np.inf if want_max else np.inf)
+    idx, nanidx = np.full(kept, -1, np.int64), np.full(kept, -1, np.int64)
+    ub, fb = scratch(kind, TILE)
+    flat = (geo[0], geo[2])
+    _indexed_kernel(kind, want_max)(
+        tm, geo, p, val.reshape(flat), idx.reshape(flat), nanidx.reshape(flat), ub, fb
+    )
+    return val.astype(spec.physical), idx, nanidx
+
+
+@functools.cache
+def _indexed_kernel(kind: Kind, want_max: bool):
+    """Extremes and their first indices over the middle axis of ``(na, nb, nc)``."""
+    f64 = loaders(kind).f64
+
+    @inline
+    def step(x, b, val, idx, nanidx, a, c):
+        if x != x:
+            if nanidx[a, c] < 0:
+                nanidx[a, c] = b
+        elif idx[a, c] < 0 or ((x > val[a, c]) if want_max else (x < val[a, c])):
+            val[a, c] = x
+            idx[a, c] = b
+
+    @inline
+    def cols(tm, geo, p, val, idx, nanidx, ub, fb):
+        scale, zero, blank = p
+        na, nb, nc = geo
+        if nc == 1:  # a row form: its values one block after another
+            for a in range(na):
+                for b0 in range(0, nb, TILE):
+                    m = min(TILE, nb - b0)
+                    fill(tm, a * nb + b0, m, fb)
+                    for k in range(m):
+                        step(f64(ub[k], scale, zero, blank), b0 + k, val, idx, nanidx, a, 0)
+            return
+        for a in range(na):
+            for c0 in range(0, nc, TILE):
+                w = min(c0 + TILE, nc) - c0
+                for b in range(nb):
+                    fill(tm, (a * nb + b) * nc + c0, w, fb[:w])
+                    for k in range(w):
+                        step(f64(ub[k], scale, zero, blank), b, val, idx, nanidx, a, c0 + k)
 
     return entry(cols, kind, want_max)

@@ -165,15 +165,15 @@ _TILES = ("tiles", "tiles", False)
 def _warm_tiles(full: bool) -> None:
     """The reductions of quantised float tiles straight from their decoded integers (float32;
     the full set float64 too), as :mod:`dfits.tiles.quantised` calls them: sums and extremes
-    of chunks of whole tiles (:mod:`~dfits.kernels.tilereduce`), of windows of tiles
-    (:mod:`~dfits.kernels.tilesums`), moments over either form and moment maps
+    of chunks of whole tiles (:mod:`~dfits.kernels.tilereduce`), of windows of tiles, and
+    arg-extremes (:mod:`~dfits.kernels.tilesums`), moments over either form and moment maps
     (:mod:`~dfits.kernels.tilemoments`), and the floats of a chunk (``place_group``)."""
     from dfits.format.dtypes import DecodeSpec
     from dfits.kernels import tilegroup
     from dfits.kernels.tilefill import tile_map
     from dfits.kernels.tilemoments import tile_moments, tile_weighted_sums
     from dfits.kernels.tilereduce import reduce_tiles
-    from dfits.kernels.tilesums import window_extrema, window_sum_count
+    from dfits.kernels.tilesums import tile_indexed, window_extrema, window_sum_count
 
     # two row tiles of four, with the arrays' types the tile reader gives them
     packed, shape = np.zeros(8, np.int32), (2, 4)
@@ -194,6 +194,7 @@ def _warm_tiles(full: bool) -> None:
                 op = "max" if want_max else "min"
                 reduce_tiles(packed, shapes, firsts, quant, shape, axes, op, False, dtype)
                 window_extrema(window, spec, (2, 3), axes, want_max)
+                tile_indexed(whole, spec, shape, axes, want_max)
         tile_weighted_sums(whole, spec, shape, 0, np.ones(2), None)
 
 

@@ -52,6 +52,10 @@ class FusedSource(Protocol):
         """``(value, valid count, NaN count)`` over ``axes``, as :func:`extrema`, or None."""
         ...
 
+    def indexed(self, spec: Any, axes: tuple[int, ...], want_max: bool) -> tuple | None:
+        """``(value, index, first NaN index)`` over ``axes``, as :func:`indexed`, or None."""
+        ...
+
     def moments(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
         """``(n, mean, M2)`` over ``axes``, as :func:`moments`, or None."""
         ...
@@ -194,8 +198,9 @@ def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
     Indices are flat over the reduced axes; -1 where a slice has no valid value (``index``)
     or no NaN (``first NaN index``).
     """
-    return _memoised(
-        x,
-        ("indexed", axes, want_max),
-        lambda: kernels.extrema(x.u, x.spec, axes, want_max=want_max),
-    )
+    return _memoised(x, ("indexed", axes, want_max), lambda: _indexed_pass(x, axes, want_max))
+
+
+def _indexed_pass(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
+    memo = _fused(x, "indexed", axes, want_max)
+    return kernels.extrema(x.u, x.spec, axes, want_max=want_max) if memo is None else memo

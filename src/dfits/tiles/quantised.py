@@ -9,15 +9,15 @@ The passes of :mod:`dfits.stored.passes` ask it first, through the methods of
 
 * sums, counts and extremes of a chunk of whole tiles: :mod:`dfits.kernels.tilereduce`, one
   pass over the integers with ZSCALE/ZZERO, the dither and ZBLANK folded in;
-* the same of a window of tiles, the moments (``var``, ``std``, their ``nan`` forms) and a
-  moment map's weighted sums: the float kernels' own steps on small blocks dequantised just
-  before they are read (:mod:`dfits.kernels.tilesums`, :mod:`dfits.kernels.tilemoments`),
-  so their values are those of the float chunk bit for bit.
+* the same of a window of tiles, the moments (``var``, ``std``, their ``nan`` forms), the
+  extremes with their indices (``argmax``) and a moment map's weighted sums: the float
+  kernels' own steps on small blocks dequantised just before they are read
+  (:mod:`dfits.kernels.tilesums`, :mod:`dfits.kernels.tilemoments`), so their values are
+  those of the float chunk bit for bit.
 
-No float chunk is written for them. Anything else (an index, a slice, ``np.asarray``, a
-value band) calls :meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the
-float array the chunk then stands on, exactly as if it had been read so: same values either
-way.
+No float chunk is written for them. Anything else (a slice, ``np.asarray``, a value band)
+calls :meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the float array the
+chunk then stands on, exactly as if it had been read so: same values either way.
 """
 
 from __future__ import annotations
@@ -106,6 +106,16 @@ class QuantisedTiles:
             tm = self._tile_map(spec)
             return None if tm is None else window_extrema(tm, spec, self.shape, axes, want_max)
         return self._reduce(axes, "max" if want_max else "min", False)
+
+    def indexed(self, spec: Any, axes: tuple[int, ...], want_max: bool) -> tuple | None:
+        """``(value, index, first NaN index)`` of the extremes over ``axes`` (``argmax``),
+        one pass over blocks dequantised in the kernel; None as :meth:`moments`."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilesums import tile_indexed
+
+        return tile_indexed(tm, spec, self.shape, axes, want_max)
 
     def moments(self, spec: Any, axes: tuple[int, ...], skipna: bool) -> tuple | None:
         """``(n, mean, M2)`` over ``axes``, dequantised block by block in the moments kernel
