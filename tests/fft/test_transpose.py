@@ -202,3 +202,40 @@ class _TaskPeaks(Callback):
 
     def _posttask(self, key, result, dsk, state, id):
         self.peaks[key] = tracemalloc.get_traced_memory()[1] - self.before
+
+
+def test_every_pass_writes_each_byte_once_and_reads_it_once(tmp_path, monkeypatch):
+    # the pass structure, counted: three stores in the natural order, each written in full
+    # once and read in full once, whichever way the tiles' rows go (in place or gathered)
+    x = signal(np.random.default_rng(6), 1 << 16, np.complex64)
+    counts: dict = {}
+    paths: dict = {}
+    real_open, real_pwritev, real_preadv = os.open, os.pwritev, os.preadv
+
+    def opened(path, *args, **kwargs):
+        fd = real_open(path, *args, **kwargs)
+        paths[fd] = str(path)
+        return fd
+
+    def count(kind, call):
+        def counted(fd, buffers, offset, *args):
+            done = call(fd, buffers, offset, *args)
+            key = (paths[fd], kind)
+            counts[key] = counts.get(key, 0) + done
+            return done
+
+        return counted
+
+    monkeypatch.setattr(transpose_module.os, "open", opened)
+    monkeypatch.setattr(transpose_module.os, "pwritev", count("write", real_pwritev))
+    monkeypatch.setattr(transpose_module.os, "preadv", count("read", real_preadv))
+    for min_run in (8, 1 << 30):
+        monkeypatch.setattr(transpose_module, "MIN_RUN", min_run)
+        counts.clear()
+        scratch = tmp_path / str(min_run)
+        y = F.fft(da.from_array(x, chunks=4096), block_size=8192, memory_limit=0, scratch=scratch)
+        with dask.config.set(scheduler="threads", num_workers=2):
+            check(y, np.fft.fft(x))
+        stores = {path for path, _ in counts}
+        assert len(stores) == 3
+        assert all(counts[(p, "write")] == counts[(p, "read")] == x.nbytes for p in stores)
