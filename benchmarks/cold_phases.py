@@ -6,7 +6,8 @@ interpreter:
 * :func:`phases`: one script, timed at each phase (see ``PHASES``), for the two cases of
   issue 49: the sum of an int16 RICE_1 image in 32-row tiles (8192 × 8192 at ``scale`` 1)
   and the sums of 3 of the 30 columns of a table (4 M rows, 640 MB at ``scale`` 1); with
-  dfits' scheduler choice and with dask's own lookup;
+  dfits' scheduler choice, with dask's own lookup, and on the eager route (``EAGER``: no
+  graph, :func:`dfits.array.eager.reduce_hdu`);
 * :func:`imports_by_library`: the same script under ``python -X importtime``, self times
   summed per top-level package;
 * :func:`families`: each kernel family's first call against its second, in a process of its
@@ -65,6 +66,33 @@ mark("first full compute")
 dask.compute(*exprs, scheduler=get)
 mark("second full compute")
 print(json.dumps({"marks": marks, "distributed": "distributed" in sys.modules,
+                  "values": [float(v) for v in first]}))
+"""
+
+#: the eager route (``route`` "eager", :mod:`dfits.array.eager`): no graph, no dask.array
+EAGER = r"""
+import json, sys, time
+t0 = time.perf_counter()
+marks = {}
+def mark(name):
+    marks[name] = time.perf_counter() - t0
+case, path = sys.argv[1], sys.argv[2]
+import dfits
+mark("import dfits")
+hdu = dfits.open(path)[1]
+mark("open")
+from dfits.array.eager import reduce_hdu
+mark("eager module")
+if case == "image":
+    run = lambda: [reduce_hdu(hdu, "sum")]
+else:
+    run = lambda: [reduce_hdu(hdu, "sum", column=c) for c in sys.argv[4].split(",")]
+first = run()
+mark("first full compute")
+run()
+mark("second full compute")
+print(json.dumps({"marks": marks, "distributed": "distributed" in sys.modules,
+                  "dask.array": "dask.array" in sys.modules,
                   "values": [float(v) for v in first]}))
 """
 
@@ -169,7 +197,8 @@ def case_file(tmpdir: Path, case: str, scale: float) -> Path:
 
 
 def _phase_args(case: str, path: Path, route: str) -> list[str]:
-    return ["-c", PHASES, case, str(path), route, ",".join(TABLE_SUMS)]
+    script = EAGER if route == "eager" else PHASES
+    return ["-c", script, case, str(path), route, ",".join(TABLE_SUMS)]
 
 
 def phases(path: Path, case: str, route: str, runs: int) -> dict[str, float]:
@@ -186,6 +215,8 @@ def phases(path: Path, case: str, route: str, runs: int) -> dict[str, float]:
         for name, value in out["marks"].items():
             samples.setdefault(name, []).append(value)
         samples.setdefault("distributed imported", []).append(float(out["distributed"]))
+        if "dask.array" in out:
+            samples.setdefault("dask.array imported", []).append(float(out["dask.array"]))
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
@@ -246,7 +277,7 @@ def print_breakdown(tmpdir: Path, scale: float, runs: int) -> None:
     for case in ("image", "table"):
         path = case_file(tmpdir, case, scale)
         print(f"\n{case}: {path.name} ({path.stat().st_size / 1e6:.0f} MB)")
-        for route in ("dfits", "dask"):
+        for route in ("dfits", "dask", "eager"):
             res = phases(path, case, route, runs)
             cells = ", ".join(f"{k} {v:.3f}" for k, v in res.items())
             print(f"  scheduler by {route}: {cells}")
@@ -258,14 +289,17 @@ def print_breakdown(tmpdir: Path, scale: float, runs: int) -> None:
 
 
 #: issue 49's one-shot cases: per case, per tool, the script run as ``python -c SCRIPT PATH``
-#: (``cli:`` entries are commands); each prints its answer. The dfits scripts are what a
-#: user writes (a bare ``compute()``, dask's own scheduler lookup).
+#: (``cli:`` entries are commands); each prints its answer. The ``dfits`` scripts are what a
+#: user writes (a bare ``compute()``, dask's own scheduler lookup); ``dfits-eager`` asks
+#: :func:`dfits.array.eager.reduce_hdu`, which computes small requests without a graph.
 ONE_SHOT = {
     "image": {
         "dfits": "import sys, dfits; print(float(dfits.open(sys.argv[1])[1].data.sum().compute()))",
         "astropy": "import sys; from astropy.io import fits; "
         "print(float(fits.open(sys.argv[1])[1].data.sum()))",
         "fitsio": "import sys, fitsio; print(float(fitsio.read(sys.argv[1], ext=1).sum()))",
+        "dfits-eager": "import sys, dfits; from dfits.array.eager import reduce_hdu; "
+        "print(float(reduce_hdu(dfits.open(sys.argv[1])[1], 'sum')))",
     },
     "table": {
         "dfits": "import sys, dask, dfits; h = dfits.open(sys.argv[1])[1]; "
@@ -275,6 +309,9 @@ ONE_SHOT = {
         "fitsio": "import sys, fitsio; "
         f"d = fitsio.read(sys.argv[1], ext=1, columns={TABLE_SUMS!r}); "
         f"print([d[c].sum() for c in {TABLE_SUMS!r}])",
+        "dfits-eager": "import sys, dfits; from dfits.array.eager import reduce_hdu; "
+        f"h = dfits.open(sys.argv[1])[1]; print([reduce_hdu(h, 'sum', column=c) "
+        f"for c in {TABLE_SUMS!r}])",
     },
     "info": {"dfits": "cli:dfits info", "astropy": "cli:fitsinfo"},
     "stats": {
@@ -329,5 +366,8 @@ def print_one_shot(tmpdir: Path, scale: float, runs: int) -> None:
     print(f"one-shot, fresh processes, medians of {runs} (scale {scale:g}); speed-up of dfits")
     for case, times in one_shot(tmpdir, scale, runs).items():
         cells = ", ".join(f"{t} {v:.3f} s" for t, v in times.items())
-        ratios = ", ".join(f"{times[t] / times['dfits']:.2f}x {t}" for t in times if t != "dfits")
-        print(f"  {case}: {cells} ({ratios})")
+        print(f"  {case}: {cells}")
+        for ours in (t for t in times if t.startswith("dfits")):
+            others = (t for t in times if not t.startswith("dfits"))
+            ratios = ", ".join(f"{times[t] / times[ours]:.2f}x {t}" for t in others)
+            print(f"    {ours}: {ratios}")

@@ -16,12 +16,14 @@ Medians of ``--runs`` samples; the empty-cache samples each start from a new emp
 the kernel cache as it is (``dfits warm`` first): interpreter start, ``import dfits``, the
 open, the graph, the scheduler lookup (dfits' own choice, :mod:`dfits.array.scheduler`, or
 dask's ``get_scheduler``, which imports distributed), the kernels' loads (a tiny slice
-computed first), the first and a second full compute; plus the imports of the whole run by
+computed first), the first and a second full compute, and the same cases on the eager route
+(:mod:`dfits.array.eager`: no graph, no ``dask.array``); plus the imports of the whole run by
 library (``-X importtime``, self times summed) and each kernel family's first use against
 its second (:mod:`cold_phases`). ``--one-shot`` times issue 49's end-to-end cases against
-astropy, fitsio and ``fitsinfo`` (``--scale 1``: the issue's sizes). ``--memory`` prints
-what each library adds to a fresh process's resident memory, alone and in the order a dask
-worker loads them.
+astropy, fitsio and ``fitsinfo`` (``--scale 1``: the issue's sizes), the dfits scripts as a
+user writes them (``hdu.data.sum().compute()``) and through ``reduce_hdu`` (``dfits-eager``).
+``--memory`` prints what each library adds to a fresh process's resident memory, alone and in
+the order a dask worker loads them.
 """
 
 from __future__ import annotations

@@ -579,6 +579,8 @@ def test_cold_phases_time_each_phase_of_both_cases(tmp_path):
         assert res["distributed imported"] == 0.0
         assert res["interpreter"] < res["wall"]
         assert res["import dfits"] <= res["open"] <= res["second full compute"]
+        eager = phases.phases(path, case, "eager", 1)  # no graph, no dask.array, no distributed
+        assert eager["dask.array imported"] == eager["distributed imported"] == 0.0
     assert "dask" in phases.imports_by_library(path, "table", "dfits")
     one = phases.families(tmp_path, 1, ["sum_count"])["sum_count"]
     assert one["second"] < one["first"]
@@ -588,5 +590,5 @@ def test_cold_phases_one_shot_runs_every_tool_of_every_case(tmp_path):
     phases = _script("cold_phases")
     res = phases.one_shot(tmp_path, 0.002, 1)
     assert set(res) == {"image", "table", "info", "stats"}
-    assert set(res["image"]) == {"dfits", "astropy", "fitsio"}
+    assert set(res["image"]) == {"dfits", "astropy", "fitsio", "dfits-eager"}
     assert all(v > 0 for times in res.values() for v in times.values())
