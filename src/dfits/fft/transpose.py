@@ -238,6 +238,13 @@ def _flush(fd: int, offset: int, nbytes: int) -> None:
         call(fd, offset, nbytes, 2)
 
 
+def _advise(fd: int, offset: int, nbytes: int, advice: str) -> None:
+    """``posix_fadvise(POSIX_FADV_<advice>)`` where the platform has it (advice only: the
+    bytes read are the same without it)."""
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, offset, nbytes, getattr(os, f"POSIX_FADV_{advice}"))
+
+
 def _nbytes(tile: tuple[slice, ...], itemsize: int) -> int:
     return math.prod(t.stop - t.start for t in tile) * itemsize
 
@@ -284,12 +291,12 @@ def _read(path: str, layout: dict, written: bool, block_info: dict | None = None
     fd = os.open(path, os.O_RDONLY)
     try:
         # the block's tiles are scattered: no readahead past a tile (up to read_ahead_kb, 8
-        # MiB here, of other blocks' tiles, evicted under a cap before their reader comes:
-        # 12.5 x the data read from disk at 2**22 under 16 MiB), and all of them queued at once
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        # MiB on this disk, of other blocks' tiles, which a cap evicts before their reader
+        # comes), and all of the block's tiles queued at once
+        _advise(fd, 0, 0, "RANDOM")
         tiles = list(_tiles(region, layout))
         for tile, offset in tiles:
-            os.posix_fadvise(fd, offset, _nbytes(tile, out.itemsize), os.POSIX_FADV_WILLNEED)
+            _advise(fd, offset, _nbytes(tile, out.itemsize), "WILLNEED")
         for tile, offset in tiles:
             view = out[_local(tile, region)]
             runs = _runs(view)
@@ -299,7 +306,7 @@ def _read(path: str, layout: dict, written: bool, block_info: dict | None = None
             if runs is None:  # rows too short to read in place: one gathered copy
                 view[...] = np.frombuffer(into[0], out.dtype).reshape(view.shape)
             # each tile is read once: its pages are dead, room for the ones still to be read
-            os.posix_fadvise(fd, offset, view.nbytes, os.POSIX_FADV_DONTNEED)
+            _advise(fd, offset, view.nbytes, "DONTNEED")
     finally:
         os.close(fd)
     return out
