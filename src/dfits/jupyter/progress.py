@@ -12,7 +12,9 @@ chunks is four chunk tasks on two threads): it sits at 0 % for half the run, the
 :class:`WorkBar` uses dask's public callbacks (``start_state``, ``posttask``, ``finish``) for
 the tasks, and adds the fractions that the kernels of the tasks in flight report through
 :func:`dfits.progress.work_done` (the smoothing kernels count the values they have read,
-tile by tile). Tasks that report nothing advance the bar when they end.
+tile by tile), on dask's threads or in this thread. Tasks that report nothing (and every
+task of the processes scheduler, whose counters live in the workers) advance the bar when
+they end.
 
 By default progress is shown only where it is watched (a Jupyter kernel or a terminal,
 :func:`dfits.progress.interactive`): a script logging to a file gets no ``\r`` updates.
@@ -36,9 +38,6 @@ from dfits.progress import interactive, work_done
 
 __all__ = ["WorkBar", "compute", "current_client"]
 
-#: what a task that was not ready at the start (a combine, a finalize) weighs against one
-#: that was (a chunk task: the read and the kernel pass, where the time goes)
-LATER_TASK_WEIGHT = 0.1
 #: seconds between two draws of the bar
 INTERVAL = 0.1
 
@@ -63,7 +62,9 @@ class WorkBar(Callback):
     """A text progress bar (``[####    ] | 42% Completed | 3.1s``, dask's look) whose
     fraction advances inside tasks (see the module docstring).
 
-    ``fractions`` lists every fraction drawn, in order (never decreasing).
+    The fraction is (tasks finished + the fractions of work the tasks in flight report) /
+    tasks, every task counting one, as in dask's bar. ``drawn`` lists every fraction drawn,
+    in order (never decreasing), with the number of tasks finished when it was drawn.
 
     Examples
     --------
@@ -71,7 +72,7 @@ class WorkBar(Callback):
     >>> bar = WorkBar(out=io.StringIO())
     >>> with bar:
     ...     total = da.ones(8, chunks=2).sum().compute()
-    >>> bar.fractions[-1]
+    >>> bar.drawn[-1][0]
     1.0
     """
 
@@ -79,28 +80,26 @@ class WorkBar(Callback):
         self._file = sys.stdout if out is None else out
         self._dt = INTERVAL if dt is None else dt
         self._width = width
-        self.fractions: list[float] = []
-        self._weights: dict[Any, float] = {}
-        self._done = self._total = 0.0
+        self.drawn: list[tuple[float, int]] = []
+        self._done = 0
+        self._total = 1
         self._running = False
 
     def _start(self, dsk: Any) -> None:
         self._start_time = time.monotonic()
-        self._total = float(max(len(dsk), 1))
+        self._total = max(len(dsk), 1)
         self._running = True
         self._timer = threading.Thread(target=self._tick, daemon=True)
         self._timer.start()
 
     def _start_state(self, dsk: Any, state: dict[str, Any]) -> None:
-        # the scheduler's state (dask.local): the tasks ready now are the graph's roots
-        ready = set(state.get("ready", ()))
-        todo = ready | set(state.get("waiting", ()))
-        if ready:
-            self._weights = {k: 1.0 if k in ready else LATER_TASK_WEIGHT for k in todo}
-            self._total = sum(self._weights.values())
+        # the scheduler's state (dask.local): the tasks to run, without the graph's data
+        todo = len(state.get("ready", ())) + len(state.get("waiting", ()))
+        if todo:
+            self._total = todo
 
     def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
-        self._done += self._weights.get(key, 1.0)
+        self._done += 1
 
     def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
         self._running = False
@@ -112,7 +111,7 @@ class WorkBar(Callback):
     def _fraction(self) -> float:
         # a chunk task's kernel reports its share until the task ends (then posttask counts it)
         now = min((self._done + work_done()) / self._total, 1.0)
-        return max(now, self.fractions[-1]) if self.fractions else now
+        return max(now, self.drawn[-1][0]) if self.drawn else now
 
     def _tick(self) -> None:
         while self._running:
@@ -122,7 +121,7 @@ class WorkBar(Callback):
     def _draw(self, fraction: float) -> None:
         from dask.utils import format_time
 
-        self.fractions.append(fraction)
+        self.drawn.append((fraction, self._done))
         elapsed = format_time(time.monotonic() - self._start_time)
         bar = "#" * int(self._width * fraction)
         line = f"\r[{bar:<{self._width}}] | {int(100 * fraction)}% Completed | {elapsed}"
