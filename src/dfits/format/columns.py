@@ -13,9 +13,10 @@ TDIMn whose product is not the repeat count; TSCALn/TZEROn not numbers (undefine
 a logical), or TSCALn = 0.
 
 Merely unusual input still reads: a TTYPEn missing (the FITS standard makes it optional;
-``nom-tam-fits/bt12.fits`` has none) names the column ``col<n>`` as astropy's ``Table``
-does; a TNULLn of a binary column outside its type's range, or not an integer (undefined, a
-string, a logical), never matches and is dropped, as in astropy's data; THEAP leaving a gap
+``nom-tam-fits/bt12.fits`` has none), or whose card holds bytes outside printable ASCII,
+names the column ``col<n>`` as astropy's ``Table`` names a missing one; a TNULLn of a
+binary column outside its type's range, or not an integer (undefined, a string, a
+logical), never matches and is dropped, as in astropy's data; THEAP leaving a gap
 after the rows (``astropy/theap-gap.fits``) and zero-width columns (``0D``) read normally.
 """
 
@@ -200,6 +201,8 @@ def parse_table(
 def _column(header: Header, n: int, ascii: bool, offset: int, where: str) -> Column:
     tform = header.get(f"TFORM{n}")
     name = header.get(f"TTYPE{n}")
+    if name is not None and header.bad_cards and header.locate(f"TTYPE{n}") in header.bad_cards:
+        name = None  # bytes outside printable ASCII (warned at open): the raw text is no name
     name = name.strip() if isinstance(name, str) and name.strip() else f"col{n}"
     at = f"{where}, column {n} ({name!r})"
     if tform is None:
