@@ -222,9 +222,10 @@ def _want(data: Any, acols: Any, c: Any) -> Any:
     if data is None:
         return np.zeros((0, *c.shape), c.dtype) if c.code not in "PQ" else []
     names = [a.name for a in acols]
-    if names.count(c.name) != 1:
-        raise LookupError(c.name)
-    return oracle_value(data, acols[c.name], c)
+    acol = acols[c.number - 1]  # rule 11: by position (names may differ)
+    if names.count(acol.name) != 1 or acol.name is None:
+        raise LookupError(f"astropy's name {acol.name!r} is not one column's")
+    return oracle_value(data, acol, c)
 
 
 def _compare_column(read, c, data, acols, corrupt, unchecked, check_column) -> list[str]:
@@ -247,7 +248,7 @@ def _compare_column(read, c, data, acols, corrupt, unchecked, check_column) -> l
     except Exception as err:  # rule 5: astropy refuses, dfits reads
         unchecked.append(f"{c.name}: astropy: {type(err).__name__}: {err}"[:200])
         return []
-    if len(want) == 0:  # rule 11: astropy's empty columns drop the cell shape
+    if len(want) == 0:  # rule 12: astropy's empty columns drop the cell shape
         return [f"{c.name} via {r}: {len(v)} rows, astropy none" for r, v in got.items() if len(v)]
     out = []
     for route, value in got.items():

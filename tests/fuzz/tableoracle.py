@@ -30,11 +30,13 @@ same values in another form, or where astropy reads what dfits rightly refuses:
     cfitsio and dfits); astropy scales the first row's array only (in its stored dtype:
     integers truncate) and leaves the others: the oracle scales the stored elements of
     astropy's raw heap.
-11. **No rows**: astropy's empty column of a TDIMn cell has no cell axes; dfits' keeps
+11. **Names**: dfits' column ``n`` is astropy's column ``n`` (TTYPEn with bytes outside
+    printable ASCII: astropy puts ``?`` for them, dfits names the column ``col<n>``).
+12. **No rows**: astropy's empty column of a TDIMn cell has no cell axes; dfits' keeps
     them. Both must have no rows.
-12. **TSCALn/TZEROn on C/M**: astropy scales the real part and drops the imaginary one
+13. **TSCALn/TZEROn on C/M**: astropy scales the real part and drops the imaginary one
     (float64); no oracle for the column (``unchecked``). dfits ignores them.
-13. **TZEROn = 2**(n-1) with TSCALn other than 1** (not the unsigned convention): astropy
+14. **TZEROn = 2**(n-1) with TSCALn other than 1** (not the unsigned convention): astropy
     keeps unsigned integers and wraps (stored * TSCALn + TZEROn modulo 2**n); the standard's
     values, and dfits', are float64: the oracle computes them from astropy's raw field.
 """
@@ -73,9 +75,9 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     from tests.tables.test_routes import _astropy_as_mapped
 
     if c.code in "CM" and (acol.bscale is not None or acol.bzero is not None):
-        raise LookupError("rule 12: astropy scales a complex column into its real part")
+        raise LookupError("rule 13: astropy scales a complex column into its real part")
     if c.code in "PQ" and c.form.element == "A":  # rule 8
-        return ["".join(np.asarray(v).astype(str)).rstrip(" \x00") for v in data[c.name]]
+        return ["".join(np.asarray(v).astype(str)).rstrip(" \x00") for v in data[acol.name]]
     if c.code in "PQ":
         return _scaled_arrays(data, acol, c)
     null = acol.null if isinstance(acol.null, (int, np.integer)) else c.null
@@ -83,10 +85,10 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
         null = acol.null
     bscale = 1.0 if acol.bscale is None else acol.bscale
     bzero = 0.0 if acol.bzero is None else acol.bzero
-    view = _Null(c.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
+    view = _Null(acol.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
     want = astropy_decoded(data, view)
-    if c.dtype.kind == "f" and np.asarray(want).dtype.kind in "iu" and not c.ascii:  # rule 13
-        raw = np.asarray(data.base[c.name])
+    if c.dtype.kind == "f" and np.asarray(want).dtype.kind in "iu" and not c.ascii:  # rule 14
+        raw = np.asarray(data.base[acol.name])
         want = raw.astype(np.float64) * bscale + bzero
         if isinstance(null, (int, np.integer)):
             want = np.where(raw == null, np.nan, want)
@@ -106,7 +108,7 @@ def _scaled_arrays(data: Any, acol: Any, c: Any) -> list:
     leaves the others: the oracle takes every row's stored elements from astropy's raw
     descriptors and heap and scales them into dfits' element dtype (float64 for a scale,
     the unsigned type for the offset of the unsigned convention)."""
-    arrays = list(data[c.name])
+    arrays = list(data[acol.name])
     scale = 1.0 if acol.bscale is None else acol.bscale
     zero = 0.0 if acol.bzero is None else acol.bzero
     element = c.element_dtype
@@ -115,7 +117,7 @@ def _scaled_arrays(data: Any, acol: Any, c: Any) -> list:
     stored = np.dtype(_STORED[c.form.element])
     heap = np.asarray(data._get_heap_data())  # astropy's heap bytes, from THEAP
     out = []
-    for (count, at), shown in zip(np.asarray(data.base[c.name]), arrays, strict=True):
+    for (count, at), shown in zip(np.asarray(data.base[acol.name]), arrays, strict=True):
         a = np.frombuffer(heap, stored, int(count), int(at)).reshape(np.shape(shown))
         if element.kind == "f":
             out.append((a.astype(np.float64) * scale + zero).astype(element))

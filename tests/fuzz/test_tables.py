@@ -205,11 +205,36 @@ def test_known_scaled_signalling_nan(tmp_path):
 def test_unsigned_offset_with_a_scale_is_float(tmp_path):
     # seed 44 table case 707: TSCAL5 = 255 on a K column with TZERO5 = 2**63: no longer the
     # unsigned convention; dfits gives stored * 255 + 2**63 in float64 (the standard),
-    # astropy wrapped uint64 (oracle rule 13)
+    # astropy wrapped uint64 (oracle rule 14)
     path = tmp_path / "u.fits"
     path.write_bytes(tm.mutated_table(44, 707)[1])
     outcome = check_file(str(path), tables=True)
     assert outcome.kind == "ok", outcome.detail
+
+
+def test_non_ascii_ttype_names_the_column_col_n(tmp_path):
+    # issue 44's known case: a TTYPEn card with a byte outside printable ASCII gave the
+    # column the card's raw text, quotes and all ("'\xe9t\xe9'"); now col<n> (astropy: '?t?'),
+    # and the oracle compares it by position
+    import warnings
+
+    import dfits
+
+    blob = _seed("table-scalars")
+    span = headers(blob)[1]
+    cards = [
+        _card(b"TTYPE2", b"'\xe9t\xe9'") if c.startswith(b"TTYPE2") else c
+        for c in _cards(blob, span)
+    ]
+    path = tmp_path / "n.fits"
+    path.write_bytes(_rebuild(blob, span, cards))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with dfits.open(path) as f:
+            assert f[1].colnames[:3] == ["L", "col2", "I"]
+    assert any("outside printable ASCII" in str(w.message) for w in seen)
+    outcome = check_file(str(path), tables=True)
+    assert (outcome.kind, outcome.unchecked) == ("ok", []), outcome.detail
 
 
 def test_varlen_scaling_scales_every_row(tmp_path):
