@@ -294,3 +294,86 @@ def test_column_reductions_are_one_pass_per_chunk_without_decode(every_kind, cou
             assert counted == {}, c.name
             continue
         assert list(counted.values()) == [x.npartitions], (c.name, counted)
+
+
+# -- one span route: hdu.aggregate maps each span through tables.rowdecode.spans ----------
+
+
+@pytest.fixture(scope="module")
+def kind_tables(tmp_path_factory):
+    """A generated binary and ASCII table of every kind (60 rows) and astropy's decoded
+    values of each numeric column, in dfits' dtypes."""
+    from tests.tables.generated import write_ascii, write_binary
+    from tests.tables.test_routes import _astropy_as_mapped
+
+    root = tmp_path_factory.mktemp("spans")
+    out = {}
+    for kind, write in (("binary", write_binary), ("ascii", write_ascii)):
+        path = write(root / f"{kind}.fits", 7, 60)
+        hdu = dfits.open(path)[1]
+        numeric = [c for c in hdu.columns if c.code not in "PQ" and c.dtype.kind in "biuf"]
+        with fits.open(path) as ref:
+            decoded = {c: _astropy_as_mapped(astropy_decoded(ref[1].data, c), c.dtype, c.name)
+                       for c in numeric}  # fmt: skip
+        # native byte order: the tolerance of float32 results is chosen by dtype
+        want = {c.name: v.astype(v.dtype.newbyteorder("=")) for c, v in decoded.items()}
+        out[kind] = (path, want)
+    assert {"L", "X", "E3", "nJd", "sIa", "nB", "sK", "uK", "i8"} <= set(out["binary"][1])
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+@pytest.mark.parametrize("table", ["binary", "ascii"])
+def test_every_kind_reduces_from_one_map_per_span(kind_tables, monkeypatch, table, chunk, threads):
+    """Every numeric kind (cells, TDIM, bits, logicals, TNULLn, scaled, unsigned, int8, ASCII
+    fields) equals numpy on astropy's values, and each span of rows is mapped exactly once
+    for all columns (rowdecode.spans), whatever the span and the number of threads."""
+    from dfits.io.local import LocalSource
+    from tests.tables.test_routes import _close
+    from tests.tables.test_routes import _numpy as numpy_of
+
+    path, want = kind_tables[table]
+    hdu = dfits.open(path)[1]
+    row, n = hdu._table().row_bytes, hdu._table().nrows
+    mapped, real = [], LocalSource.map
+    monkeypatch.setattr(LocalSource, "map", lambda self, at, size, **kw: (
+        mapped.append((at, size)), real(self, at, size, **kw))[1])  # fmt: skip
+    spans = [
+        (hdu.layout.data_offset + a * row, min(chunk, n - a) * row) for a in range(0, n, chunk)
+    ]
+    for how in ("sum", "nanmean", "count", "nanstd", "min", "nanmax"):
+        mapped.clear()
+        with dask.config.set(scheduler="threads", num_workers=threads):
+            (got,) = dask.compute(hdu.aggregate(how, list(want), rows_per_chunk=chunk))
+        assert sorted(mapped) == spans, how
+        for name, values in want.items():
+            _close(got[name], numpy_of(how, values), values.dtype, f"{table} {how} {name}")
+
+
+def test_variable_length_columns_do_not_reduce(kind_tables):
+    hdu = dfits.open(kind_tables["binary"][0])[1]
+    with pytest.raises(TypeError, match=r"'PJ'.*numbers"):
+        hdu.aggregate("sum", ["E", "PJ"])
+
+
+def test_spans_hand_a_reduction_the_whole_rows_of_each_span(kind_tables):
+    """rowdecode.spans with ``reduce``: the task's rows are one span, given whole (read-only,
+    as stored) with their first row number; an empty range gives empty rows; no filter."""
+    from dfits.tables import rowdecode
+
+    path, _ = kind_tables["binary"]
+    hdu = dfits.open(path)[1]
+    readers = hdu._readers(["E", "X"])
+    stored = np.fromfile(path, np.uint8)[hdu.layout.data_offset :]
+    row = readers[0].row_bytes
+    got = list(rowdecode.spans(readers, 3, 50, reduce=lambda rows, first: [rows.copy(), first]))
+    assert [(s.first, s.stop, s.rows) for s in got] == [(3, 50, None)]
+    rows, first = got[0].parts
+    assert first == 3
+    np.testing.assert_array_equal(rows, stored[3 * row : 50 * row].reshape(47, row))
+    (empty,) = rowdecode.spans(readers, 9, 9, reduce=lambda rows, first: [rows.shape, first])
+    assert empty.parts == [(0, row), 9]
+    rule = hdu._filter("E > 0")
+    with pytest.raises(ValueError, match="no row filter"):
+        next(rowdecode.spans(readers, 0, 9, keep=rule, reduce=lambda rows, first: []))

@@ -8,7 +8,8 @@ What lives here, from the bytes up:
   by blocks of rows (the :class:`~dfits.array.reader.Reader` of ``hdu.column``);
 * :mod:`~dfits.tables.reduce`: ``hdu.aggregate``, several columns reduced in one pass;
 * :mod:`~dfits.tables.rowdecode`: the one route of eager reads of several columns (``read``,
-  ``to_pandas``, ``to_arrow``, row filters): one map per span of rows for every column;
+  ``to_pandas``, ``to_arrow``, row filters) and of ``aggregate``: one map per span of rows
+  for every column;
 * :mod:`~dfits.tables.frames`: pandas, Arrow and dask DataFrames;
 * :mod:`~dfits.tables.access`: :class:`~dfits.tables.access.TableAccess`, the table methods
   of an HDU (``hdu.columns``, ``hdu[name]``, ``hdu.column``, ``aggregate``, ``to_pandas``...).

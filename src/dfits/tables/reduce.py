@@ -2,10 +2,10 @@
 
 The contract: :func:`reduce_columns` takes the :class:`~dfits.tables.columns.ColumnReader` of
 each column (all of one HDU) and an entry of :data:`~dfits.array.aggregations.AGGREGATIONS`,
-and gives one lazy 0-d dask array per column. The arrays share one graph: the table's rows
-through the reader seam (:class:`RowsReader`, an ``(nrows, row_bytes)`` ``uint8`` array
-chunked by row spans), one task per span that maps the span once and computes every column's
-partials from that one buffer, and one tree of combines. ``dask.compute`` of the results
+and gives one lazy 0-d dask array per column. The arrays share one graph: one task per span
+of rows that maps the span once through the one span route of tables
+(:func:`dfits.tables.rowdecode.spans` with ``reduce``) and computes every column's partials
+from that one buffer, and one tree of combines. ``dask.compute`` of the results
 therefore reads each byte of the table once, where separate ``column(name).sum()`` calls map
 and walk the rows once per column.
 
@@ -38,15 +38,15 @@ import numpy as np
 from dfits._lazy import lazy_module
 from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
-from dfits.array.reader import dask_array
 from dfits.stored.stored import StoredChunk
 from dfits.tables.columns import ColumnReader
 from dfits.tables.fields import kernel_spec
+from dfits.tables.rowdecode import spans as row_spans
 
 if TYPE_CHECKING:
     import dask.array as da
 
-__all__ = ["BLOCK_BYTES", "RowsReader", "reduce_columns"]
+__all__ = ["BLOCK_BYTES", "reduce_columns"]
 
 #: the fused-sums kernel, loaded by the first task that sums: building the graph (a client
 #: that only submits it) loads no numba
@@ -56,40 +56,6 @@ fieldsums = lazy_module("dfits.kernels.fieldsums")
 #: in a 32 MiB L3 cache, and a block is large enough that the kernels' per-call cost (tens
 #: of microseconds each) stays small against the block's memory traffic.
 BLOCK_BYTES = 8 << 20
-
-
-@dataclass(frozen=True)
-class RowsReader:
-    """A table's rows as an ``(nrows, row_bytes)`` ``uint8`` array (a :class:`Reader`)."""
-
-    source: Any
-    offset: int
-    row_bytes: int
-    nrows: int
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.nrows, self.row_bytes)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(np.uint8)
-
-    def read(self, index: tuple[slice, ...]) -> np.ndarray:
-        """The rows of ``index[0]`` (always whole rows), mapped once: a view, no copy."""
-        first, stop = index[0].start or 0, index[0].stop
-        stop = self.nrows if stop is None else stop
-        n = max(stop - first, 0)
-        if n == 0 or self.row_bytes == 0:
-            return np.zeros((n, self.row_bytes), np.uint8)
-        if not self.source.mappable:
-            self.source.verify()  # remote: the span's whole rows, one ranged request
-        # Not pre-faulted (MAP_POPULATE), although every page of narrow rows is read:
-        # measured on 1 GiB of 160-byte rows with 2 threads, populating each 128 MiB span
-        # took 0.29 s (median of 9) against 0.23 s faulting pages in as the kernel reads.
-        buf = self.source.map(self.offset + first * self.row_bytes, n * self.row_bytes,
-                              populate=False)  # fmt: skip
-        return buf.reshape(n, self.row_bytes)
 
 
 def reduce_columns(
@@ -133,20 +99,21 @@ def reduce_columns(
     if how.removeprefix("nan") in ("min", "max") and 0 in sizes:
         raise ValueError(f"zero-size array to reduction operation {how} which has no identity")
     first = readers[0]
-    rows = RowsReader(first.source, first.offset, first.row_bytes, first.nrows)
+    row_bytes, nrows = first.row_bytes, first.nrows
     step = rows_per_chunk or max(
-        int(parse_bytes(dask.config.get("array.chunk-size")) // max(rows.row_bytes, 1)), 1
+        int(parse_bytes(dask.config.get("array.chunk-size")) // max(row_bytes, 1)), 1
     )
     if step < 1:
         raise ValueError(f"rows_per_chunk must be positive, not {rows_per_chunk!r}")
-    spans = tuple(min(step, rows.nrows - a) for a in range(0, rows.nrows, step)) or (0,)
-    token = tokenize(first.source.token, rows.offset, rows.row_bytes, spans)
-    table = dask_array(rows, (spans, (rows.row_bytes,)), f"dfits-rows-{token}")
-    block_rows = min(step, max(BLOCK_BYTES // max(rows.row_bytes, 1), 1))
+    bounds = np.array([(a, min(a + step, nrows)) for a in range(0, nrows, step)] or [(0, 0)])
+    token = tokenize(first.source.token, first.offset, row_bytes, bounds.tolist())
+    # one task per span of rows: its bounds are all the graph holds of the table
+    spans = da.from_array(bounds, chunks=(1, 2), name=f"dfits-spans-{token}")
+    block_rows = min(step, max(BLOCK_BYTES // max(row_bytes, 1), 1))
     sums = agg.chunk in (steps.sum_chunk, steps.mean_chunk, steps.count_chunk)
     plan = _Plan(tuple(readers), agg, agg.skipna, block_rows, sums)
-    parts = table.map_blocks(
-        _span_partials, plan, dtype=object, chunks=((1,) * len(spans), (1,)),
+    parts = spans.map_blocks(
+        _span_partials, plan, dtype=object, chunks=((1,) * len(bounds), (1,)),
         meta=np.empty((0, 0), object),
     )  # fmt: skip
     dtype = np.dtype([(r.column.name, agg.dtype(r.column.dtype)) for r in readers])
@@ -198,9 +165,26 @@ def _check_numeric(readers: Sequence[ColumnReader], how: str) -> None:
         raise ValueError("columns reduced together must come from one table HDU")
 
 
-def _span_partials(block: np.ndarray, plan: _Plan, block_info: Any = None) -> np.ndarray:
-    """The partials of every column of one span of rows, as a ``(1, 1)`` object array."""
-    first = block_info[0]["array-location"][0][0] if block_info else 0
+def _span_partials(bounds: np.ndarray, plan: _Plan) -> np.ndarray:
+    """The partials of every column of one span of rows (``bounds``: its first and stop
+    row), as a ``(1, 1)`` object array: the span is mapped once by the one span route
+    (:func:`dfits.tables.rowdecode.spans`), every column reduced from that map."""
+    a, b = bounds.reshape(-1).tolist()
+    partials: list[dict] | None = None
+    reducer = functools.partial(_rows_partials, plan)
+    for span in row_spans(plan.readers, a, b, frame=False, reduce=reducer):
+        if partials is None:
+            partials = span.parts
+        else:  # (one span per task today: reduce_columns sizes its tasks as spans)
+            pairs = zip(partials, span.parts, strict=True)
+            partials = [plan.agg.combine(p, q) for p, q in pairs]
+    out = np.empty((1, 1), object)
+    out[0, 0] = partials
+    return out
+
+
+def _rows_partials(plan: _Plan, block: np.ndarray, first: int) -> list[dict]:
+    """The partials of every column of ``block``, whole rows from row ``first``."""
     partials: list[dict | None] = [None] * len(plan.readers)
     fused = [k for k, r in enumerate(plan.readers) if plan.sums and _summable(r)]
     if fused and block.shape[0]:
@@ -208,9 +192,7 @@ def _span_partials(block: np.ndarray, plan: _Plan, block_info: Any = None) -> np
     rest = [k for k in range(len(plan.readers)) if partials[k] is None]
     if rest:
         _blocked(block, plan, rest, first, partials)
-    out = np.empty((1, 1), object)
-    out[0, 0] = partials
-    return out
+    return partials  # type: ignore[return-value]
 
 
 def _summable(reader: ColumnReader) -> bool:

@@ -9,7 +9,9 @@ or :meth:`~ColumnReader.rows` (values as ``hdu.column`` gives them, nulls None);
 ``lists``, a numeric or logical variable-length column's ``(elements, counts)`` as
 :meth:`~ColumnReader.lists`. :func:`read_whole` joins the parts into whole columns. This is
 the one route of every eager read of several columns: ``hdu.read``, ``to_pandas``,
-``to_arrow``, ``hdu.where`` and the filtered forms of each.
+``to_arrow``, ``hdu.where`` and the filtered forms of each, and of every reduction of several
+columns (``hdu.aggregate``: with ``reduce``, each span's whole rows go to a function that
+reduces every column from them, :mod:`dfits.tables.reduce`).
 
 Why: read one column at a time, a table is mapped once per column, so memory is walked once
 per column and every column's map holds the table's pages until it is let go. Here (plain
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -133,6 +135,8 @@ class _Rows:
     threads: int
     pool: Any
     into: Mapping[int, np.ndarray] | None = None
+    #: ``reduce(rows, first)``: the span's parts from its whole rows (see :func:`spans`)
+    reduce: Callable[[np.ndarray, int], list[Any]] | None = None
 
     def __post_init__(self) -> None:
         widths = [(r.column.offset, r.column.offset + r.column.width) for r in self.readers]
@@ -177,6 +181,8 @@ class _Rows:
     ) -> list[Any]:
         """Each column's part of ``block`` (``(m, width)``: rows, row ``first`` first, cut
         ``shift`` bytes in; ``at``: where they go in ``into``)."""
+        if self.reduce is not None:
+            return self.reduce(block, first)
         m, width = block.shape
         outs = self.swap(block, at, shift)
         flat = block.reshape(-1)
@@ -221,23 +227,37 @@ def spans(
     threads: int = 1,
     keep: Keep | None = None,
     into: Mapping[int, np.ndarray] | None = None,
+    reduce: Callable[[np.ndarray, int], list[Any]] | None = None,
 ) -> Iterator[Span]:
     """The parts of rows ``first`` to ``stop`` of ``readers``, span by span (see the module
     docstring); at least one span, empty for an empty range. ``into``: for mapped rows and
     no filter, whole arrays (rows ``first`` to ``stop``) that the decodable columns are
-    swapped into, by index in ``readers``; their parts are None."""
+    swapped into, by index in ``readers``; their parts are None.
+
+    ``reduce`` (``readers`` of one table's rows, no filter): rows ``first`` to ``stop`` are
+    one span, mapped once (a remote file's in one ranged request, a tile-compressed table's
+    tiles decompressed once), and its parts are ``reduce(rows, first)`` of its whole rows
+    (``(m, row_bytes)`` ``uint8``, read-only)."""
+    if reduce is not None and keep is not None:
+        raise ValueError("a reduction of spans takes no row filter")
     tests = list(keep.readers.values()) if keep is not None else []
     r0 = _shared([*readers, *tests])
+    if reduce is not None and readers:
+        r0 = readers[0]  # whole rows of any source: the caller checked they are one table's
     threads = max(threads, 1)
     pool = ThreadPoolExecutor(threads) if threads > 1 and r0 is not None else None
     with pool or contextlib.nullcontext():
-        cols = _Rows(readers, frame, lists, threads, pool, into)
+        cols = _Rows(readers, frame, lists, threads, pool, into, reduce)
         test = _Rows(tests, False, False, threads, pool)
+        if stop <= first and r0 is not None and reduce is not None:
+            yield Span(first, first, None, reduce(np.zeros((0, r0.row_bytes), np.uint8), first))
+            return
         if stop <= first:
             rows = None if keep is None else np.zeros(0, np.int64)
             yield Span(first, first, rows, cols.read(first, first, rows))
             return
-        if r0 is None:
+        if r0 is None or reduce is not None:
+            # a reduction's span is its task's rows (reduce.py sizes them: one map each)
             step = (keep.step if keep is not None else None) or stop - first
         else:
             step = max(SPAN_BYTES // r0.row_bytes, 1)
@@ -260,8 +280,15 @@ def _read_span(cols: _Rows, test: _Rows, keep: Keep | None, a: int, b: int) -> S
 def _mapped_span(r0: ColumnReader, cols: _Rows, test: _Rows, keep: Keep | None, a: int, b: int,
                  at: int) -> Span:  # fmt: skip
     rb = r0.row_bytes
-    # one map for every field of the span; pre-faulted when every page holds a row
-    span = r0.source.map(r0.offset + a * rb, (b - a) * rb, populate=rb <= _PAGE)
+    if not rb:
+        return Span(a, b, None, cols.decode(np.zeros((b - a, 0), np.uint8), a, at))
+    if not r0.source.mappable:
+        r0.source.verify()  # a reduction's remote rows: one ranged request for the span
+    # One map for every field of the span; pre-faulted when every page holds a row, but not
+    # for a reduction: measured on 1 GiB of 160-byte rows with 2 threads, populating each
+    # 128 MiB span took 0.29 s (median of 9) against 0.23 s faulting pages in as it reads.
+    populate = rb <= _PAGE and cols.reduce is None
+    span = r0.source.map(r0.offset + a * rb, (b - a) * rb, populate=populate)
     block = span.reshape(b - a, rb)
     if keep is None:
         return Span(a, b, None, cols.decode(block, a, at))
