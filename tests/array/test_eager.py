@@ -222,5 +222,11 @@ def test_bad_requests_raise_as_the_dask_route_does(files):
         reduce_hdu(hdu, "argmax", axis=(0, 1))
     with pytest.raises(np.exceptions.AxisError):
         reduce_hdu(hdu, "sum", axis=5)
+    table = dfits.open(files[1])[1]
+    for column in ("C", "M"):  # complex: the steps are real (an imaginary part would be lost)
+        with pytest.raises(TypeError, match="complex values"):
+            reduce_hdu(table, "sum", column=column)
+        with pytest.raises(TypeError, match="complex values"):
+            reduce(table.column(column), "nanmean")
     with pytest.raises(KeyError, match="no column"):
         reduce_hdu(dfits.open(files[1])[1], "sum", column="NOPE")

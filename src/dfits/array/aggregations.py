@@ -129,6 +129,10 @@ def prepare(
         known = ", ".join(sorted(AGGREGATIONS))
         raise ValueError(f"unknown reduction {how!r}; choose from {known}")
     shape = tuple(x.shape)
+    if np.dtype(x.dtype).kind == "c":
+        # the steps total, compare and pool real numbers: a complex value would lose its
+        # imaginary part (silently wrong), so refuse it by name
+        raise TypeError(f"{how} of complex values ({x.dtype}): use dask's own x.{how}()")
     if agg.positional:
         if band is not None:
             raise TypeError(f"{how} takes no band")
