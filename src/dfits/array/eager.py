@@ -97,7 +97,9 @@ class Blocks:
 
     @property
     def stored_bytes(self) -> int:
-        """Bytes of stored values the blocks hold (the stored width, else the values')."""
+        """Bytes of stored values the blocks hold: at the stored width where the reader has a
+        decode spec (images, tiles: their decoded integers), else at the values' width (a
+        table column's physical values: an upper bound of its field bytes)."""
         spec = getattr(self.reader, "spec", None)
         itemsize = getattr(spec, "itemsize", None) or self.dtype.itemsize
         return math.prod(self.shape) * int(itemsize)
