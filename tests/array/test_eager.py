@@ -165,6 +165,18 @@ def test_every_entry_on_images_is_the_dask_routes(files, case, monkeypatch):
     assert len(calls) == n  # every request took the eager route
 
 
+@pytest.mark.parametrize("case", ["rice", "quantised"])
+def test_default_plans_of_tiles_are_the_dask_routes(files, case):
+    """The file's own plan (whole tiles per chunk, ``align_chunks``), not an explicit one."""
+    images, _ = files
+    path, index = images[case]
+    hdu = dfits.open(path)[index]
+    assert len(list(np.ndindex(*Blocks(*hdu._plan(False)).numblocks))) > 4
+    for how, axis in [("sum", None), ("nanstd", 1), ("max", (0, 2)), ("nanargmax", 1)]:
+        want = _dask_route(hdu.data, (how, axis, {}))
+        _same(reduce_hdu(hdu, how, axis), want, f"{case} {how} {axis}")
+
+
 @pytest.mark.parametrize("column", COLUMNS)
 def test_every_entry_on_table_columns_is_the_dask_routes(files, column):
     _, path = files
