@@ -239,3 +239,20 @@ def test_every_pass_writes_each_byte_once_and_reads_it_once(tmp_path, monkeypatc
         stores = {path for path, _ in counts}
         assert len(stores) == 3
         assert all(counts[(p, "write")] == counts[(p, "read")] == x.nbytes for p in stores)
+
+
+def test_twins_of_one_input_computed_together_keep_their_own_stores(tmp_path):
+    # the natural and the transposed order (and the inverse) of one input release their
+    # stores at different points: sharing a store, one chain deleted it under the other's
+    # readers (FileNotFoundError, every time, on the threaded scheduler)
+    x = signal(np.random.default_rng(7), 1 << 14, np.complex128)
+    X = da.from_array(x, chunks=1 << 11)
+    kw = {"block_size": 4096, "memory_limit": 0, "scratch": tmp_path}
+    natural, transposed = F.fft(X, **kw), F.fft(X, order="transposed", **kw)
+    inverse = F.ifft(X, **kw)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        got, split, back = dask.compute(natural, transposed, inverse)
+    want = np.fft.fft(x)
+    check(got, want)
+    check(split.swapaxes(0, 1).reshape(-1), want)
+    check(back, np.fft.ifft(x))

@@ -23,6 +23,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask.base import tokenize
 
 from dfits.fft import blocks
 from dfits.fft.plan import Split, plan_length
@@ -85,9 +86,11 @@ def _move(
     *,
     first: bool = False,
     release: tuple[str, ...] = (),
+    chain: str = "",
 ) -> tuple[da.Array, tuple[str, ...]]:
     """``x`` transposed to ``spec`` and the scratch store it went through (none in memory);
-    ``release``: stores of this chain that ``x`` has read in full, deleted after the write."""
+    ``release``: stores of this chain that ``x`` has read in full, deleted after the write;
+    ``chain``: which transform's chain of stores this is (see :func:`transpose`)."""
     # The first transpose may hold the caller's blocks: dfits stored chunks, whose pieces a
     # task rechunk decodes straight into the blocks the FFT transforms (one pass over the
     # stored bytes, no decoded copy). P2P would first decode each shard into a copy of its
@@ -101,10 +104,11 @@ def _move(
         scratch=opts.scratch,
         method="tasks" if first else None,
         release=release,
+        chain=chain,
     )
     if not goes_to_disk(x, y.chunks, opts.memory_limit):
         return y, ()
-    return y, (store_path(x, y.chunks, opts.scratch),)
+    return y, (store_path(x, y.chunks, opts.scratch, chain),)
 
 
 def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
@@ -112,7 +116,8 @@ def _direct(x, axis, inverse, factor, dtype, opts) -> da.Array:
     if len(x.chunks[axis]) > 1:
         limit = _limit(x, dtype, opts)
         spec = {i: "auto" for i in range(x.ndim) if i != axis} | {axis: -1}
-        x, store = _move(x, spec, limit, opts, first=True)
+        chain = tokenize("direct", inverse, factor, dtype.str)
+        x, store = _move(x, spec, limit, opts, first=True, chain=chain)
     return x.map_blocks(
         blocks.lines,
         axis=axis,
@@ -189,7 +194,10 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
     y = _split(_aligned(x, axis, n2, limit), axis, n2)
     # each store is deleted by the next one's barrier: at most two exist at once
     # a block read back from a scratch store is its task's own: transformed in place
-    y, store = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True)
+    # the stores are this transform's own: another of the same input (inverse, transposed
+    # order) releases them at other points, and dask may run both at once (see transpose)
+    chain = tokenize("sixstep", n1, n2, inverse, factor, dtype.str, opts.natural)
+    y, store = _move(y, _whole(y, axis, axis + 1, limit), limit, opts, first=True, chain=chain)
     y = y.map_blocks(
         blocks.columns,
         axis=axis,
@@ -200,7 +208,12 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
         meta=_meta(y, dtype),
     )
     y, store = _move(
-        y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts, release=store
+        y,
+        _whole(y, axis + 1, axis, opts.block_bytes),
+        opts.block_bytes,
+        opts,
+        release=store,
+        chain=chain,
     )
     y = y.map_blocks(
         blocks.lines,
@@ -215,7 +228,12 @@ def _sixstep(x, axis, split: Split, inverse, factor, dtype, opts) -> da.Array:
         return y
     y = y.swapaxes(axis, axis + 1)
     y, _ = _move(
-        y, _whole(y, axis + 1, axis, opts.block_bytes), opts.block_bytes, opts, release=store
+        y,
+        _whole(y, axis + 1, axis, opts.block_bytes),
+        opts.block_bytes,
+        opts,
+        release=store,
+        chain=chain,
     )
     return _merge(y, axis)
 

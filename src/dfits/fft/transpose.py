@@ -72,6 +72,7 @@ def transpose(
     scratch: str | Path | None,
     method: str | None = None,
     release: tuple[str, ...] = (),
+    chain: str = "",
 ) -> da.Array:
     """``x`` rechunked to ``chunks`` (dask's rechunk spec), in memory or through a scratch file.
 
@@ -93,11 +94,16 @@ def transpose(
         reading: deleted once this transpose has written its store. Only for stores read
         solely on the way to ``x``, else a later reader would find them gone (loudly: opening
         a deleted store raises).
+    chain : str
+        Names the chain of transposes this one belongs to, in the store's name: two chains
+        that release their stores at different points (an FFT and its transposed-order or
+        inverse twin of the same input) must not share a store, since dask may run each
+        chain's readers as tasks of its own when both are computed at once.
     """
     target = x.rechunk(chunks, block_size_limit=block_bytes, method=method)
     if not goes_to_disk(x, target.chunks, memory_limit):
         return target
-    return _through_disk(x, target.chunks, scratch_dir(scratch), release)
+    return _through_disk(x, target.chunks, scratch_dir(scratch), release, chain)
 
 
 def goes_to_disk(x: da.Array, out_chunks: tuple, memory_limit: int) -> bool:
@@ -105,16 +111,18 @@ def goes_to_disk(x: da.Array, out_chunks: tuple, memory_limit: int) -> bool:
     return x.nbytes > memory_limit and tuple(out_chunks) != x.chunks
 
 
-def store_path(x: da.Array, out_chunks: tuple, scratch: str | Path | None) -> str:
+def store_path(x: da.Array, out_chunks: tuple, scratch: str | Path | None, chain: str = "") -> str:
     """Where the scratch store of ``x``'s transpose to ``out_chunks`` goes (two transposes of
     one input to different chunks must not share a store)."""
-    token = tokenize(x.name, out_chunks)
+    token = tokenize(x.name, out_chunks, chain)
     return str(Path(scratch_dir(scratch)) / f"transpose-{token}.tiles")
 
 
-def _through_disk(x: da.Array, out_chunks: tuple, directory: str, release: tuple) -> da.Array:
+def _through_disk(
+    x: da.Array, out_chunks: tuple, directory: str, release: tuple, chain: str
+) -> da.Array:
     tiles = tuple(_tile(a, b) for a, b in zip(x.chunks, out_chunks, strict=True))
-    path = store_path(x, out_chunks, directory)
+    path = store_path(x, out_chunks, directory, chain)
     layout = {"shape": x.shape, "tiles": tiles, "dtype": x.dtype.str}
     # everything on disk happens in tasks: building the graph writes nothing
     created = dask.delayed(_create, pure=True)(path, x.nbytes)
@@ -143,8 +151,15 @@ def _create(path: str, nbytes: int) -> str:
     # the store costs one inode (a file per tile cost a zarr call and a file's kernel memory
     # per tile, and one unlink each to delete)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.truncate(nbytes)
+    # never truncated to zero on the way: a second run of this task (dask may run a chain's
+    # tasks twice when collections sharing it are computed together) must not cut the store
+    # under a reader; the tiles' bytes are the same whoever writes them
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_size != nbytes:
+            os.ftruncate(fd, nbytes)
+    finally:
+        os.close(fd)
     return path
 
 
