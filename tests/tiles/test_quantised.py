@@ -284,3 +284,47 @@ def test_cube_moment_maps_and_std_of_quantised_cubes(tmp_path, monkeypatch, coun
     width = np.abs(np.gradient(v))[:, None, None]
     np.testing.assert_allclose(got[0], (kept * width).sum(axis=0), rtol=1e-12)
     np.testing.assert_allclose(got[2], np.nanstd(want.astype(np.float64), axis=0), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "region", [(slice(0, 300), slice(0, 2500)), (slice(3, 297), slice(5, 2490))], ids=str
+)
+def test_block_boundaries_equal_the_float_kernels(tmp_path, region):
+    """Past every block of the kernels' steps (8192-value row blocks, 2048-column tiles,
+    64- and 256-row blocks of the column steps), offset data, a whole chunk and a window:
+    each fused pass equals the float kernel on the dequantised chunk bit for bit."""
+    from astropy.io import fits
+
+    from dfits import kernels
+
+    data = (1e4 + np.random.default_rng(5).normal(0, 5, (300, 2500))).astype(np.float32)
+    data[7, 100:] = np.nan
+    hdu = fits.CompImageHDU(data, quantize_method=2, tile_shape=(10, 300), quantize_level=16)
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(tmp_path / "b.fits.fz")
+    reader = dfits.open(tmp_path / "b.fits.fz")[1]._block(raw=False)
+    tiles, spec = reader.read(region).unread, reader.spec
+    u = quantised.QuantisedTiles(
+        tiles.packed, tiles.shapes, tiles.firsts, tiles.quant, tiles.shape, spec, tiles.origin
+    ).fetch()
+    window = region[0].start > 0  # whole tiles are summed by tilereduce, in its own order
+    for axes in ((0, 1), (0,), (1,)):
+        for skipna in (False, True):
+            pairs = [
+                (tiles.moments(spec, axes, skipna), kernels.moments(u, spec, axes, skipna=skipna))
+            ]
+            if window:
+                total, n = kernels.sum_count(u, spec, axes, skipna=skipna)
+                pairs.append((tiles.sum_count(spec, axes, skipna), (n, total)))
+            for got, floats in pairs:
+                for a, b in zip(got, floats, strict=True):
+                    np.testing.assert_array_equal(a, b)
+        for want_max in (False, True):
+            val, idx, nanidx = tiles.indexed(spec, axes, want_max)
+            fval, fidx, fnan = kernels.extrema(u, spec, axes, want_max=want_max)
+            np.testing.assert_array_equal(idx, fidx)
+            np.testing.assert_array_equal(nanidx, fnan)
+            np.testing.assert_array_equal(val[idx >= 0], fval[fidx >= 0])
+    w = np.linspace(-1.0, 1.0, u.shape[0])
+    np.testing.assert_array_equal(
+        tiles.weighted_sums(spec, 0, w, None), kernels.weighted_sums(u, spec, 0, w)
+    )
