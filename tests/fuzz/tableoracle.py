@@ -37,8 +37,11 @@ same values in another form, or where astropy reads what dfits rightly refuses:
 13. **TSCALn/TZEROn on C/M**: astropy scales the real part and drops the imaginary one
     (float64); no oracle for the column (``unchecked``). dfits ignores them.
 14. **TZEROn = 2**(n-1) with TSCALn other than 1** (not the unsigned convention): astropy
-    keeps unsigned integers and wraps (stored * TSCALn + TZEROn modulo 2**n); the standard's
-    values, and dfits', are float64: the oracle computes them from astropy's raw field.
+    keeps unsigned integers and wraps (stored * TSCALn + TZEROn modulo 2**n), TNULLn or not;
+    the standard's values, and dfits', are float64: the oracle computes them from astropy's
+    raw field (NaN for TNULLn).
+15. **NUL bytes inside a PA/QA string**: astropy's characters drop them, dfits keeps them
+    (the standard ends a string at its first NUL: neither does); compared without them.
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     bzero = 0.0 if acol.bzero is None else acol.bzero
     view = _Null(acol.name, c.dtype, c.code, c.ascii, null, bscale, bzero)
     want = astropy_decoded(data, view)
-    if c.dtype.kind == "f" and np.asarray(want).dtype.kind in "iu" and not c.ascii:  # rule 14
+    if c.dtype.kind == "f" and not c.ascii and c.code in "BIJK" and _shown_kind(data, acol) in "iu":
+        # rule 14: astropy keeps (and wraps) integers that dfits scales
         raw = np.asarray(data.base[acol.name])
         want = raw.astype(np.float64) * bscale + bzero
         if isinstance(null, (int, np.integer)):
@@ -100,6 +104,18 @@ def oracle_value(data: Any, acol: Any, c: Any) -> Any:
     if c.dtype.kind == "U":  # rule 2
         return _astropy_as_mapped(np.asarray(want), c.dtype, c.name)
     return want
+
+
+def _text(value: Any) -> str:
+    return str(value).rstrip(" \x00").replace("\x00", "")
+
+
+def _shown_kind(data: Any, acol: Any) -> str:
+    """The dtype kind of astropy's own values of a column ("f" where it cannot give them)."""
+    try:
+        return np.asarray(data[acol.name]).dtype.kind
+    except Exception:  # astropy's bzero64 bug on a scaled K (rule 6)
+        return "f"
 
 
 def _scaled_arrays(data: Any, acol: Any, c: Any) -> list:
@@ -168,7 +184,8 @@ def _flatten(cell: list) -> list:
 def equal(got: Any, want: Any) -> bool:
     """Values equal, cell by cell where cells are arrays, NaN equal to NaN."""
     if isinstance(want, str) or isinstance(got, str):
-        return str(got).rstrip(" \x00") == str(want).rstrip(" \x00")
+        # rule 15: NULs inside a string: astropy drops them, dfits keeps them
+        return _text(got) == _text(want)
     g, w = cells(got), cells(want)
     if g.dtype == object or w.dtype == object:
         g, w = _rows(g), _rows(w)

@@ -99,9 +99,10 @@ def _columns(header) -> list[_Col]:
             width = _WIDTH[m[2]] * min(repeat, 1)
         else:
             width = _WIDTH[m[2]] * repeat
-        algorithm = header.get(f"ZCTYP{n}", "GZIP_2")
+        # compared without regard to case, as dfits reads it (a leniency: the values agree)
+        algorithm = str(header.get(f"ZCTYP{n}", "GZIP_2")).upper()
         name = header.get(f"TTYPE{n}", f"col{n}")
-        out.append(_Col(str(name), m[2], m[3], width, offset, str(algorithm)))
+        out.append(_Col(str(name), m[2], m[3], width, offset, algorithm))
         offset += width
     if offset != _int(header, "ZNAXIS1"):
         raise NoOracle(f"the ZFORMs add up to {offset} bytes, ZNAXIS1 says otherwise")
@@ -144,31 +145,43 @@ def _decode(algorithm: str, cell: bytes, nbytes: int, code: str, shuffle: int) -
     return raw
 
 
-def _variable(c: _Col, blob: bytes, nt: int, zheap: bytes, heap: bytearray) -> bytes:
-    """The tile's original descriptors; their arrays decoded into ``heap``."""
-    desc = np.frombuffer(blob[: nt * c.width], ">i4" if c.code == "P" else ">i8")
-    desc = desc.reshape(nt, 2).astype(np.int64)
+@dataclass
+class _Heap:
+    """The original heap's size (where descriptors must lie) and the rebuilt heap: each
+    array appended once, under a fresh descriptor, so that no column's array overwrites
+    another's (a mutated original offset may point anywhere)."""
+
+    size: int
+    out: bytearray
+
+
+def _variable(c: _Col, blob: bytes, nt: int, zheap: bytes, heap: _Heap) -> bytes:
+    """The tile's descriptors, fresh, their arrays decoded and appended to ``heap``."""
+    word = ">i4" if c.code == "P" else ">i8"
+    desc = np.frombuffer(blob[: nt * c.width], word).reshape(nt, 2).astype(np.int64)
     where = np.frombuffer(blob[nt * c.width :], ">i8").reshape(nt, 2).astype(np.int64)
     elem = _WIDTH[c.element]
-    for (count, at), (clen, cat) in zip(desc, where, strict=True):
+    fresh = np.zeros((nt, 2), word)
+    for i, ((count, at), (clen, cat)) in enumerate(zip(desc.tolist(), where.tolist(), strict=True)):
         size = (count + 7) // 8 if c.element == "X" else count * elem
-        if count < 0 or at < 0 or at + size > len(heap):
-            raise Corrupt(f"descriptor ({count}, {at}) outside the heap of {len(heap)}")
+        if count < 0 or at < 0 or at + size > heap.size:
+            raise Corrupt(f"descriptor ({count}, {at}) outside the heap of {heap.size}")
         if clen < 0 or cat < 0 or cat + clen > len(zheap):
             raise Corrupt(f"compressed array ({clen}, {cat}) outside the heap of {len(zheap)}")
+        fresh[i] = (count, len(heap.out))
         if not size:
             continue
-        if size and not clen:
+        if not clen:
             raise Corrupt("an array without bytes")
         data = zheap[cat : cat + clen]
         if clen != size:  # an array that did not shrink is stored as it is
             width = elem if elem in (2, 4, 8) and c.element != "X" else 1
             data = _decode(c.algorithm, data, size, c.element, width)
-        heap[at : at + size] = data
-    return blob[: nt * c.width]
+        heap.out += data
+    return fresh.tobytes()
 
 
-def _column(c: _Col, cells: list, tile: int, nrows: int, zheap: bytes, heap: bytearray):
+def _column(c: _Col, cells: list, tile: int, nrows: int, zheap: bytes, heap: _Heap):
     """Column ``c``'s fields of every row (zeros in the tiles that do not decode), and
     why each tile that does not decode does not."""
     fields, bad = np.zeros((nrows, c.width), np.uint8), {}
@@ -217,20 +230,18 @@ def _cells(header, data: bytes, ncols: int) -> tuple[list[list[bytes]], bytes]:
     return out, zheap
 
 
-def _header(header, columns: list[_Col]) -> bytes:
+def _header(header, columns: list[_Col], pcount: int) -> bytes:
     from astropy.io import fits
 
     plain = header.copy()
     plain["NAXIS1"], plain["NAXIS2"] = header["ZNAXIS1"], header["ZNAXIS2"]
-    plain["PCOUNT"] = header.get("ZPCOUNT", 0)
+    plain["PCOUNT"] = pcount  # the rebuilt heap: the arrays back to back, after the rows
     for n in range(1, len(columns) + 1):
         plain[f"TFORM{n}"] = header[f"ZFORM{n}"]
         for key in (f"ZFORM{n}", f"ZCTYP{n}"):
             plain.remove(key, ignore_missing=True, remove_all=True)
     for key in _DROPPED:
         plain.remove(key, ignore_missing=True, remove_all=True)
-    if "ZTHEAP" in header:
-        plain["THEAP"] = header["ZTHEAP"]
     return fits.PrimaryHDU().header.tostring().encode() + plain.tostring().encode()
 
 
@@ -262,15 +273,15 @@ def rebuild(path: str, index: int) -> Rebuilt:
         raise NoOracle("the compressed data run past the file")
     cells, zheap = _cells(header, blob[start : start + size], len(columns))
     rows = np.zeros((nrows, row), np.uint8)
-    heap = bytearray(row * nrows + pcount - theap)
+    heap = _Heap(row * nrows + pcount - theap, bytearray())
     corrupt = {}
     for c, tiles in zip(columns, cells, strict=True):
         fields, bad = _column(c, tiles, tile, nrows, zheap, heap)
         if bad:
             corrupt[c.name] = Corrupted(tile, bad)
         rows[:, c.offset : c.offset + c.width] = fields
-    data = rows.tobytes() + bytes(theap - row * nrows) + bytes(heap)
+    data = rows.tobytes() + bytes(heap.out)
     out = io.BytesIO()
-    out.write(_header(header, columns))
+    out.write(_header(header, columns, len(heap.out)))
     out.write(data + bytes(-len(data) % 2880))
     return Rebuilt(out.getvalue(), corrupt)
