@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from dfits.jupyter import _register  # noqa: F401  (registers reprs and figures)
-from dfits.jupyter.progress import compute
 from dfits.jupyter.repr import file_html, hdu_html, header_html
 
 __all__ = [
@@ -25,15 +24,21 @@ __all__ = [
     "quicklook",
 ]
 
-# The figure functions load with numpy on first use (see dfits.jupyter.figures).
-_FIGURES = ("decimation", "plot_channel_maps", "quicklook")
+# The figure functions load with numpy on first use (see dfits.jupyter.figures), compute
+# with dask (its progress bar is one of dask's callbacks).
+_LAZY = {
+    "compute": "progress",
+    "decimation": "figures",
+    "plot_channel_maps": "figures",
+    "quicklook": "figures",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _FIGURES:
+    if name not in _LAZY:
         raise AttributeError(f"module 'dfits.jupyter' has no attribute {name!r}")
-    from dfits.jupyter import figures
+    import importlib
 
-    value = getattr(figures, name)
+    value = getattr(importlib.import_module(f"dfits.jupyter.{_LAZY[name]}"), name)
     globals()[name] = value
     return value
