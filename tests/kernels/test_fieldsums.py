@@ -86,3 +86,28 @@ def test_k_as_float_sums_int64_in_float64():
     assert isums[0] == 0
     np.testing.assert_allclose(fsums[0], np.sum(v.astype(np.float64)), rtol=1e-12)
     assert fsums[1] == 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 5000], ids=lambda n: f"n{n}")
+def test_null_kinds_leave_out_the_tnull_values(n):
+    """B and I fields with TNULLn (codes NULL_KINDS): the other values' count and exact
+    int64 sum, beside plain fields of the same rows; a null never matching counts all."""
+    from dfits.kernels.fieldsums import NULL_KINDS
+
+    rows, offsets = _rows("BIIBJ", n, seed=n)
+    b = rows[:, offsets[0]].copy()
+    i = rows[:, offsets[1] : offsets[1] + 2].copy().view(">i2").reshape(-1).astype(np.int64)
+    if n:  # make sure the nulls occur
+        rows[::3, offsets[0]] = 200
+        rows[::4, offsets[1] : offsets[1] + 2] = np.array([-7], ">i2").view(np.uint8)
+        b = rows[:, offsets[0]].astype(np.int64)
+        i = rows[:, offsets[1] : offsets[1] + 2].copy().view(">i2").reshape(-1).astype(np.int64)
+    kinds = [NULL_KINDS["B"], NULL_KINDS["I"], NULL_KINDS["I"], KINDS["B"], KINDS["J"]]
+    nulls = np.array([200, -7, 2**40, 0, 0])  # 2**40: no I value can be it
+    for skipna in (False, True):  # counts leave the nulls out either way
+        counts, fsums, isums = field_sums(rows, np.array(offsets), np.array(kinds), skipna, nulls)
+        i2 = rows[:, offsets[2] : offsets[2] + 2].copy().view(">i2").reshape(-1).astype(np.int64)
+        assert counts.tolist()[:3] == [int((b != 200).sum()), int((i != -7).sum()), n]
+        assert isums.tolist()[:3] == [int(b[b != 200].sum()), int(i[i != -7].sum()), int(i2.sum())]
+        assert fsums.tolist()[:3] == [0.0, 0.0, 0.0]
+        assert isums[3] == rows[:, offsets[3]].astype(np.int64).sum()

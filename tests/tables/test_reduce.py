@@ -240,8 +240,11 @@ def test_wide_integer_columns_reduce_as_numpy(tmp_path, data):
 
 #: numeric kinds (tests.tables.generated) that no kernel reads: their fields decode in numpy
 #: (scaled or TNULL B/I and scaled E/D: kernels would compute them in float32, astropy's
-#: tables in float64; L and X are bits). Every other numeric kind reduces from its kernels.
+#: tables in float64; L and X are bits). Every other numeric kind reduces from its kernels;
+#: of these, aggregate's sums and counts of FUSED_KINDS take the fused row pass too.
 DECODED_KINDS = {"nB", "nI", "sI", "sE", "sIa", "L", "X"}
+#: TNULLn B and I: their exact int64 sums in the row pass (test_fused_kinds_equal_...)
+FUSED_KINDS = {"nB", "nI"}
 
 
 # (the ``counted`` fixture, fused row sums included: tests/conftest.py)
@@ -377,3 +380,34 @@ def test_spans_hand_a_reduction_the_whole_rows_of_each_span(kind_tables):
     rule = hdu._filter("E > 0")
     with pytest.raises(ValueError, match="no row filter"):
         next(rowdecode.spans(readers, 0, 9, keep=rule, reduce=lambda rows, first: []))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 300])
+@pytest.mark.parametrize("how", ["sum", "nansum", "mean", "nanmean", "count"])
+def test_fused_kinds_equal_their_decoded_route(tmp_path_factory, monkeypatch, how, chunk):
+    """aggregate's sums of FUSED_KINDS (TNULLn B/I: one row pass, no decode) equal, bit for
+    bit, those of the route that decodes them into float64 with NaN and sums in numpy; the
+    kinds not fused (every other numeric kind) are in the comparison too."""
+    from dfits.tables import reduce as reducing
+    from dfits.tables.columns import ColumnReader
+    from tests.tables.generated import write_binary
+
+    path = write_binary(tmp_path_factory.mktemp("fused") / "t.fits", 11, 40)
+    hdu = dfits.open(path)[1]
+    names = [c.name for c in hdu.columns if c.code not in "PQ" and c.dtype.kind in "biuf"]
+    assert set(names) >= FUSED_KINDS | DECODED_KINDS
+    assert {n for n in names if reducing._null_field(hdu.columns[hdu.colnames.index(n)])} == (
+        FUSED_KINDS
+    )
+    decoded, real = [], ColumnReader.values_at
+    monkeypatch.setattr(ColumnReader, "values_at", lambda self, *a, **k: (
+        decoded.append(self.column.name), real(self, *a, **k))[1])  # fmt: skip
+    (fused,) = dask.compute(hdu.aggregate(how, names, rows_per_chunk=chunk))
+    assert not FUSED_KINDS & set(decoded), decoded  # fused: never decoded
+    monkeypatch.setattr(reducing, "_null_field", lambda c: False)  # today's decoded route
+    decoded.clear()
+    (want,) = dask.compute(hdu.aggregate(how, names, rows_per_chunk=chunk))
+    assert set(decoded) >= FUSED_KINDS
+    for name in names:
+        got, exp = np.asarray(fused[name]), np.asarray(want[name])
+        assert (got.dtype, got.tobytes()) == (exp.dtype, exp.tobytes()), (name, got, exp)

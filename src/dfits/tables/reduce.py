@@ -10,7 +10,9 @@ therefore reads each byte of the table once, where separate ``column(name).sum()
 and walk the rows once per column.
 
 Within a span, the sums and counts (``sum``, ``mean``, ``count`` and their ``nan`` forms) of
-every unscaled one-element B/I/J/K/E/D column without TNULLn come from one kernel pass over the
+every unscaled one-element B/I/J/K/E/D column without TNULLn, and of every unscaled
+one-element B/I column with TNULLn (its other values' exact sum and count: what the float64
+sum of the decoded column with NaN gives, bit for bit), come from one kernel pass over the
 rows (:mod:`dfits.kernels.fieldsums`); a mean's K columns are totalled in float64 there, as
 numpy's mean accumulates them (:func:`dfits.array.steps.mean_chunk`). Other columns and
 reductions are reduced block by block (:data:`BLOCK_BYTES` of rows), every column of a block
@@ -40,7 +42,7 @@ from dfits.array import steps
 from dfits.array.aggregations import AGGREGATIONS, Aggregation
 from dfits.stored.stored import StoredChunk
 from dfits.tables.columns import ColumnReader
-from dfits.tables.fields import kernel_spec
+from dfits.tables.fields import kernel_spec, nullable
 from dfits.tables.rowdecode import spans as row_spans
 
 if TYPE_CHECKING:
@@ -196,10 +198,20 @@ def _rows_partials(plan: _Plan, block: np.ndarray, first: int) -> list[dict]:
 
 
 def _summable(reader: ColumnReader) -> bool:
-    # the kernel sums stored values as they are: no TNULLn (its cells are NaN), no scaling
+    # the kernel sums stored values as they are (no scaling), or B/I less their TNULLn cells
     c = reader.column
     spec = kernel_spec(c)
-    return spec is not None and spec.mode == "raw" and c.shape == ()
+    return _null_field(c) or (spec is not None and spec.mode == "raw" and c.shape == ())
+
+
+def _null_field(c: Any) -> bool:
+    """A one-element B or I field with a TNULLn its stored type can hold (unscaled: float64
+    with NaN, :func:`~dfits.tables.fields.nullable`). The kernel's exact int64 sum of the
+    other values is the decoded route's float64 sum of them: both are exact (under 2**53)."""
+    if c.ascii or c.code not in "BI" or c.shape != () or not nullable(c):
+        return False
+    info = np.iinfo(np.uint8 if c.code == "B" else np.int16)
+    return info.min <= c.null <= info.max
 
 
 def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list) -> None:
@@ -208,10 +220,14 @@ def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list
     offsets = np.array([r.column.offset for r in readers], np.int64)
     # a mean's int64 totals are float64 sums, as mean_chunk's (an int64 total would wrap)
     floats = plan.agg.chunk is steps.mean_chunk
-    kinds = np.array([_kind(r.column.code, floats) for r in readers], np.int64)
-    counts, fsums, isums = fieldsums.field_sums(block, offsets, kinds, plan.skipna)
+    kinds = np.array([_kind(r.column, floats) for r in readers], np.int64)
+    nulls = np.array([r.column.null if _null_field(r.column) else 0 for r in readers], np.int64)
+    counts, fsums, isums = fieldsums.field_sums(block, offsets, kinds, plan.skipna, nulls)
     for j, (k, r) in enumerate(zip(fused, readers, strict=True)):
         kind = r.column.dtype.kind
+        if _null_field(r.column):
+            partials[k] = _null_partials(counts[j], isums[j], block.shape[0], plan.skipna)
+            continue
         total = (
             fsums[j : j + 1]
             if kind == "f" or kinds[j] == fieldsums.K_AS_FLOAT
@@ -224,8 +240,19 @@ def _fused_sums(block: np.ndarray, plan: _Plan, fused: list[int], partials: list
         partials[k] = {"n": counts[j : j + 1].copy(), "total": total.copy()}
 
 
-def _kind(code: str, floats: bool) -> int:
-    return fieldsums.K_AS_FLOAT if floats and code == "K" else fieldsums.KINDS[code]
+def _kind(c: Any, floats: bool) -> int:
+    if _null_field(c):
+        return fieldsums.NULL_KINDS[c.code]
+    return fieldsums.K_AS_FLOAT if floats and c.code == "K" else fieldsums.KINDS[c.code]
+
+
+def _null_partials(count: int, total: int, rows: int, skipna: bool) -> dict:
+    """A TNULLn field's partials as :func:`dfits.array.steps.sum_chunk` gives them for its
+    decoded float64 values: skipping NaN, the others' count and sum; else every row counts,
+    and a null makes the total NaN."""
+    n = count if skipna else rows
+    value = float(total) if skipna or count == rows else np.nan
+    return {"n": np.array([n], np.int64), "total": np.array([value], np.float64)}
 
 
 def _blocked(block: np.ndarray, plan: _Plan, rest: list[int], first: int, partials: list):
