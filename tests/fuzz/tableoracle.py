@@ -159,13 +159,16 @@ def as_numpy(route: str, table: Any, c: Any) -> Any:
 
 
 def _arrow_cells(cells: list, c: Any) -> list:
+    element = c.element_dtype if c.code in "PQ" else c.dtype
+    complex_ = element.kind == "c"
     out = []
     for cell in cells:
         if cell is None:
             out.append(np.nan)
-        elif isinstance(cell, list) and c.dtype.kind == "c":
-            pairs = np.array(cell, np.float64)
-            out.append(complex(pairs[0], pairs[1]))
+        elif isinstance(cell, list) and complex_:  # (real, imaginary) pairs
+            flat = np.array(_flatten(cell), np.float64)
+            values = flat[0::2] + 1j * flat[1::2]
+            out.append(complex(values[0]) if c.code in "CM" and not c.shape else values)
         elif isinstance(cell, list):
             flat = np.array([np.nan if v is None else v for v in _flatten(cell)])
             out.append(flat)
