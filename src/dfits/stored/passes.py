@@ -77,14 +77,11 @@ def _fused(x: StoredChunk, name: str, axes: tuple[int, ...], flag: bool) -> tupl
 def sum_count(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
     """``(n, total)`` of the chunk over ``axes``: float64 sums and int64 counts.
 
-    Answered from memoised moments when there are any (``total = n·mean``).
+    Always the sum pass, never ``n·mean`` of memoised moments: that differs in the last
+    bits, and which pass ran first on a chunk shared by a mean and a variance in one graph
+    depends on the scheduler, so the mean's bits would too.
     """
-    memo = x._memo.get(("sum", axes, skipna))
-    if memo is None:
-        if ("moments", axes, skipna) in x._memo:
-            return x._memo.setdefault(("sum", axes, skipna), _from_moments(x, axes, skipna))
-        memo = _memoised(x, ("sum", axes, skipna), lambda: _sum_pass(x, axes, skipna))
-    return memo
+    return _memoised(x, ("sum", axes, skipna), lambda: _sum_pass(x, axes, skipna))
 
 
 def _sum_pass(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
@@ -129,15 +126,6 @@ def _memoised(x: StoredChunk, key: tuple, run):
                 x.spec.check()
                 memo = x._memo[key] = run()
     return memo
-
-
-def _from_moments(x: StoredChunk, axes: tuple[int, ...], skipna: bool):
-    n, mean, _ = x._memo[("moments", axes, skipna)]
-    with np.errstate(invalid="ignore"):
-        value = np.multiply(mean, n, dtype=np.float64)
-    value = np.asarray(value)
-    value[np.broadcast_to(np.asarray(n) <= 0, value.shape)] = 0.0  # empty slices sum to 0
-    return n, value
 
 
 def total(x: StoredChunk, axes: tuple[int, ...], skipna: bool, dtype=None):
