@@ -110,9 +110,19 @@ def _same(got, want, what: str) -> None:
     assert got.tobytes() == want.tobytes(), f"{what}: {got!r} != {want!r}"
 
 
-def _requests(ndim: int) -> list[tuple[str, object, dict]]:
+#: the default run's requests on every kind (the slow run asks every entry, every way)
+QUICK = [("sum", None, {}), ("nanmean", -1, {}), ("nanstd", None, {"ddof": 1}),
+         ("max", 0, {}), ("nanargmax", -1, {"allnan": -1}), ("nanvar", (0, -1), {})]  # fmt: skip
+EVERY = [pytest.param(True, marks=pytest.mark.slow, id="every"), pytest.param(False, id="quick")]
+
+
+def _requests(ndim: int, every: bool = True) -> list[tuple[str, object, dict]]:
     """(how, axis, options) of every entry: plain ones over all axes, the last one and the
-    first and last; the positional ones over all or one axis (``nan`` forms with ``allnan``)."""
+    first and last; the positional ones over all or one axis (``nan`` forms with ``allnan``).
+    Not ``every``: :data:`QUICK` (its axes cut to ``ndim``)."""
+    if not every:
+        axes = {-1: ndim - 1, (0, -1): (0, ndim - 1) if ndim > 1 else None}
+        return [(how, axes.get(axis, axis), o) for how, axis, o in QUICK]  # type: ignore[arg-type]
     out = []
     for axis in dict.fromkeys([None, ndim - 1, (0, ndim - 1) if ndim > 1 else None]):
         out += [(how, axis, {}) for how in PLAIN]
@@ -128,16 +138,14 @@ def _requests(ndim: int) -> list[tuple[str, object, dict]]:
 
 
 def _dask_route(x, request):
-    """``reduce(x, ...).compute()``: each request in a graph of its own, as a stored chunk's
-    memoised passes may answer one statistic from another's pass (a sum from the moments,
-    ``stored/passes.py``), so a shared graph's values depend on which task ran first."""
+    """``reduce(x, ...).compute()``, each request in a graph of its own."""
     how, axis, options = request
     return _outcome(lambda: reduce(x, how, axis, **options).compute(scheduler="sync"))
 
 
-def _compare(hdu, column=None) -> int:
+def _compare(hdu, column=None, every: bool = True) -> int:
     x = hdu.data if column is None else hdu.column(column)
-    requests = _requests(x.ndim)
+    requests = _requests(x.ndim, every)
     for how, axis, options in requests:
         want = _dask_route(x, (how, axis, options))
         got = _outcome(
@@ -150,7 +158,8 @@ def _compare(hdu, column=None) -> int:
 @pytest.mark.parametrize(
     "case", ["float32", "int32", "scaled", "blank", "unsigned", "rice", "gzip", "quantised"]
 )
-def test_every_entry_on_images_is_the_dask_routes(files, case, monkeypatch):
+@pytest.mark.parametrize("every", EVERY)
+def test_every_entry_on_images_is_the_dask_routes(files, case, every, monkeypatch):
     images, _ = files
     path, index = images[case]
     hdu = dfits.open(path, chunks=IMAGE_CHUNKS)[index]
@@ -161,7 +170,7 @@ def test_every_entry_on_images_is_the_dask_routes(files, case, monkeypatch):
     calls = []
     real = eager_module.run
     monkeypatch.setattr(eager_module, "run", lambda *a, **k: calls.append(1) or real(*a, **k))
-    n = _compare(hdu)
+    n = _compare(hdu, every=every)
     assert len(calls) == n  # every request took the eager route
 
 
@@ -177,13 +186,14 @@ def test_default_plans_of_tiles_are_the_dask_routes(files, case):
         _same(reduce_hdu(hdu, how, axis), want, f"{case} {how} {axis}")
 
 
+@pytest.mark.parametrize("every", EVERY)
 @pytest.mark.parametrize("column", COLUMNS)
-def test_every_entry_on_table_columns_is_the_dask_routes(files, column):
+def test_every_entry_on_table_columns_is_the_dask_routes(files, column, every):
     _, path = files
     hdu = dfits.open(path)[1]
     _, chunks = hdu._column_plan(column)
     assert len(chunks[0]) > 4, chunks
-    _compare(hdu, column)
+    _compare(hdu, column, every)
 
 
 def test_several_requests_share_each_read(files, counted):
