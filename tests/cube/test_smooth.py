@@ -178,14 +178,16 @@ def test_spatial_smooth_refuses_bad_kernels(tmp_path, kernel, match):
     assert "vrad-3d.fits" in str(err.value)
 
 
-def test_chunks_over_half_the_chunk_size_split_along_channels(tmp_path):
-    """A task holds its native output beside its stored input: chunks are split along the
-    channels to at most half dask's chunk-size of output, as stored slices; same values."""
-    da = _open(spectral_cube_file(tmp_path, "vopt-3d-blank"))
+def test_the_reader_plans_half_the_chunk_size_for_planes(tmp_path):
+    """A task holds its native output beside its stored input (mapped pages resident until
+    it ends): the file's chunks are planned at half dask's chunk-size of output, each read
+    by one task (no rechunk: halves of one stored chunk would share its map); same values."""
+    da = _open(spectral_cube_file(tmp_path, "vopt-3d-blank"))  # scaled int16: float32 out
     whole = da.fits.spatial_smooth(1.0, raise_error_jybm=False)
     plane = da.sizes["y"] * da.sizes["x"] * 4
     with dask.config.set({"array.chunk-size": f"{4 * plane}B"}):
         split = da.fits.spatial_smooth(1.0, raise_error_jybm=False)
     axis = da.get_axis_num(da.fits.spectral_dim)
-    assert max(split.data.chunks[axis]) <= 2 < max(whole.data.chunks[axis])
+    assert max(split.data.chunks[axis]) == 2 < max(whole.data.chunks[axis])
+    assert not [name for name in split.data.dask.layers if name.startswith("rechunk")]
     np.testing.assert_array_equal(split.values, whole.values)

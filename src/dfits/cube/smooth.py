@@ -4,16 +4,19 @@ The contract: :func:`convolve_planes` convolves every (y, x) plane of a DataArra
 kernel as a ``map_overlap`` over the cube's own chunks — each task reads its chunk plus a
 halo as deep as the kernel's half-size (none where a chunk holds whole planes, as the file's
 chunks of a 3-D cube do), convolves its planes and keeps the chunk's core, so the result
-equals convolving whole planes while memory stays at chunk × threads. The convolution is
-:func:`astropy.convolution.convolve`'s (and ``convolve_fft``'s) with their defaults: zeros
-beyond the image that count in the weight, NaN left out and interpolated over, the kernel
-normalised. Pixels that were NaN (or BLANK) stay NaN, as spectral-cube's mask keeps them.
-:func:`convolve_to` builds the per-channel kernels the way spectral-cube 0.7 does — the
-target beam deconvolved by each channel's beam, sampled at the geometric-mean pixel scale,
-Jy/beam rescaled by the beam-area ratio, channels already at the target beam left alone — and
-:func:`spatial_smooth` applies one kernel (a Gaussian σ in pixels, any astropy ``Kernel2D``
-or 2-D array) to every plane. The kernels, like spectral-cube's, ignore any rotation between
-the pixel grid and the sky.
+equals convolving whole planes while memory stays at chunk × threads. Chunks are not split
+here: the ``.fits`` accessor hands over the file's chunks planned at half dask's
+``array.chunk-size`` (a task's stored input and native output together near one chunk; a
+split of a stored chunk would keep its whole map resident until both halves are done).
+The convolution is :func:`astropy.convolution.convolve`'s (and ``convolve_fft``'s) with
+their defaults: zeros beyond the image that count in the weight, NaN left out and
+interpolated over, the kernel normalised. Pixels that were NaN (or BLANK) stay NaN, as
+spectral-cube's mask keeps them. :func:`convolve_to` builds the per-channel kernels the way
+spectral-cube 0.7 does — the target beam deconvolved by each channel's beam, sampled at the
+geometric-mean pixel scale, Jy/beam rescaled by the beam-area ratio, channels already at the
+target beam left alone — and :func:`spatial_smooth` applies one kernel (a Gaussian σ in
+pixels, any astropy ``Kernel2D`` or 2-D array) to every plane. The kernels, like
+spectral-cube's, ignore any rotation between the pixel grid and the sky.
 
 Why it is faster than spectral-cube (which calls astropy per plane): each plane is decoded
 from the chunk's stored bytes on its own (no decoded copy of the chunk), convolved with real
@@ -27,7 +30,6 @@ function per plane instead, for those who want its exact rounding.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -162,7 +164,7 @@ def convolve_planes(
     order = [d for d in obj.dims if d not in (dim, "y", "x")] + [dim, "y", "x"]
     cube = obj.transpose(*order)
     dtype = np.result_type(obj.dtype, np.float32)
-    x = _split_channels(as_dask(cube), dtype)
+    x = as_dask(cube)
     distinct = {p if isinstance(p, tuple) else id(p): p for p in plans if p is not None}
     sizes = [_plane_kernel(p, pixscale).shape for p in distinct.values()]
     half = [max((s[i] // 2 for s in sizes), default=0) for i in (0, 1)]
@@ -180,35 +182,6 @@ def convolve_planes(
         data = x.map_blocks(_convolve_block, dtype=dtype, meta=meta, **options)
     out = keep_beams(obj, cube.copy(data=data)).transpose(*obj.dims)
     return out
-
-
-def _split_channels(x: Any, dtype: np.dtype) -> Any:
-    """``x`` with its channel chunks (axis -3) split to hold at most half dask's
-    ``array.chunk-size`` of output: a task holds its native output beside its stored input
-    (whose pages count in RSS as they are read), so the two together stay near the chunk
-    size. A split is a slice of a stored chunk: no decode, no copy.
-
-    Examples
-    --------
-    >>> import dask, dask.array as da
-    >>> x = da.zeros((8, 4, 4), chunks=(8, 4, 4), dtype="f4")
-    >>> with dask.config.set({"array.chunk-size": "256B"}):
-    ...     _split_channels(x, np.dtype("f4")).chunks[0]
-    (2, 2, 2, 2)
-    """
-    import dask
-    from dask.utils import parse_bytes
-
-    axis = x.ndim - 3
-    plane = math.prod(max(c, default=0) for i, c in enumerate(x.chunks) if i != axis)
-    most = max(
-        1, parse_bytes(dask.config.get("array.chunk-size")) // 2 // max(plane * dtype.itemsize, 1)
-    )
-    parts = []
-    for c in x.chunks[axis]:
-        k = -(-c // most)  # pieces of this chunk, as even as they come
-        parts += [c // k + (i < c % k) for i in range(k)] if c else [c]
-    return x if tuple(parts) == x.chunks[axis] else x.rechunk({axis: tuple(parts)})
 
 
 def _pixscale(celestial: Any) -> float:

@@ -34,9 +34,16 @@ class BeamMethods:
     _celestial: Callable[[], Any]  # the accessor's: the celestial WCS of the (y, x) plane
 
     def _planes(self) -> xr.DataArray:
-        """This cube over dfits' fused chunks, in the caller's chunks where it has some."""
+        """This cube over dfits' fused chunks, in the caller's chunks where it has some.
+
+        The file's chunks are planned at half dask's ``array.chunk-size``, rows whole
+        (:func:`dfits.cube.axis_smooth.along_chunks` along ``x``): a smoothing task holds its
+        native output beside its stored input, whose mapped pages stay resident until the
+        task ends, so the two together stay near one chunk. Planned by the reader, not split
+        after reading: halves of one stored chunk would share its map (pages of both resident
+        until both are done)."""
         obj = self._obj
-        out = fused(obj)
+        out = fused(obj, "x", whole=True) if "x" in obj.dims else fused(obj)
         if obj.chunks is not None and out.chunks != obj.chunks:
             out = out.chunk(dict(zip(obj.dims, obj.chunks, strict=True)))
         return out
