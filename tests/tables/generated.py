@@ -63,7 +63,11 @@ ASCII: dict[str, tuple[str, str | None, str]] = {
     "aE": ("E12.4", None, "{:12.4E}"),
     "aD": ("D22.14", None, "{:22.14E}"),
     "aA": ("A5", None, "{:>5s}"),
+    "saI": ("I6", "-99", "{:6d}"),  # scaled (ASCII_SCALED), with TNULLn
+    "saF": ("F9.3", None, "{:9.3f}"),  # scaled (ASCII_SCALED)
 }
+#: TSCALn, TZEROn of the scaled ASCII kinds (fuzzing found them ignored once)
+ASCII_SCALED = {"saI": (2.5, -7.0), "saF": (2.0, 10.0)}
 
 
 def _values(rng, name: str, n: int) -> np.ndarray:
@@ -147,7 +151,7 @@ def _ascii_field(rng, name: str, fmt: str, null: str | None, width: int) -> str:
         return null.rjust(width)
     if name == "aA":
         return fmt.format(["", "ab", "x y", "QQQQQ"][rng.integers(0, 4)])
-    if name in ("aI", "aIb"):
+    if name in ("aI", "aIb", "saI"):
         return fmt.format(int(rng.integers(-999, 9999)))
     if name == "aK":
         return fmt.format(int(rng.integers(-(2**62), 2**62)))
@@ -163,6 +167,9 @@ def write_ascii(path: Path, seed: int, nrows: int) -> Path:
         keywords += [(f"TTYPE{k}", name), (f"TFORM{k}", tform), (f"TBCOL{k}", col)]
         if null is not None:
             keywords.append((f"TNULL{k}", null))
+        if name in ASCII_SCALED:
+            scale, zero = ASCII_SCALED[name]
+            keywords += [(f"TSCAL{k}", scale), (f"TZERO{k}", zero)]
         widths.append(width)
         col += width + 1
     lines = []

@@ -73,10 +73,13 @@ TYPES = {
     "aE": ("float64", "float64", "double"),
     "aD": ("float64", "float64", "double"),
     "aA": ("<U5", "str", "string"),
+    "saI": ("float64", "float64", "double"),
+    "saF": ("float64", "float64", "double"),
 }
 
 #: nulls of these are Arrow nulls (TNULLn, blank ASCII numbers); other NaN stay NaN
-_NULLS = {"nB", "nI", "nJ", "nK", "sI", "sJ", "nJd", "sIa", "aI", "aIb", "aK", "aF", "aE", "aD"}
+_NULLS = {"nB", "nI", "nJ", "nK", "sI", "sJ", "nJd", "sIa", "aI", "aIb", "aK", "aF", "aE", "aD",
+          "saI", "saF"}  # fmt: skip
 #: astropy's Table masks these (TNULLn on unscaled integers): the oracle of the nulls
 _MASKED = ("nB", "nI", "nJ", "nK", "nJd")
 HOWS = ["sum", "nansum", "mean", "nanmean", "count", "nanstd", "min", "nanmax"]

@@ -141,6 +141,13 @@ class ColumnReader:
         c = self.column
         if c.ascii:
             values, nulls = self._ascii(buf, start, stride, n, first)
+            if c.scaled and c.code in "IFED":
+                # TSCALn/TZEROn apply to ASCII numbers as to binary ones (the standard's
+                # 7.2.5, astropy): float64 stored * scale + zero, a blank field NaN
+                values = values.astype(np.float64) * c.scale + c.zero
+                if nulls is not None:
+                    values[nulls] = np.nan
+                return values, (nulls if frame else None)
             if c.code == "I":
                 values = values.astype(integer_dtype(c)) if frame else with_nan(values, nulls)
             return values, (nulls if frame else None)

@@ -48,11 +48,11 @@ _BITPIX = {"B": 8, "I": 16, "J": 32, "K": 64, "E": -32, "D": -64}
 
 def nullable(column: Column) -> bool:
     """True for an integer column whose cells may be null: TNULLn on unscaled B/I/J/K, and
-    every ASCII integer column (a blank field is null). Its values are float64 with NaN for
+    every unscaled ASCII integer column (a blank field is null). Its values are float64 with NaN for
     the nulls (``column.dtype``); a DataFrame holds them as :func:`integer_dtype` integers
     with a mask. (Scaled columns are float64 anyway; their TNULLn cells are NaN.)"""
     if column.ascii:
-        return column.code == "I"
+        return column.code == "I" and not column.scaled
     return isinstance(column.null, int) and not column.scaled and column.code in "BIJK"
 
 
@@ -169,7 +169,8 @@ def element_values(field: np.ndarray, column: Column, code: str, shape: tuple[in
         flipped = native ^ np.array(1 << (8 * size - 1), f"u{size}")
         return flipped.view(np.int8) if code == "B" else flipped
     nulls = values == column.null if isinstance(column.null, int) and code in "BIJK" else None
-    out = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a signalling NaN casts to NaN, as it should
+        out = values.astype(np.float64)
     if column.scale != 1:
         out *= column.scale
     if column.zero != 0:

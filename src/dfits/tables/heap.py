@@ -40,9 +40,15 @@ def descriptors(reader: Any, buf, start: int, stride: int, n: int, first: int):
     pairs = np.ascontiguousarray(field).view(desc).reshape(n, 2).astype(np.int64)
     code = c.form.element
     counts = pairs[:, 0]
-    sizes = (counts + 7) // 8 if code == "X" else counts * BINARY_WIDTH[code]
     offsets = pairs[:, 1]
-    bad = (counts < 0) | (offsets < 0) | (offsets + sizes > reader.heap_size)
+    heap = reader.heap_size
+    # counts and offsets are bounded by the heap before any product or sum: a count near
+    # 2**63 times the element width would wrap in int64 and pass the check
+    most = heap * 8 if code == "X" else heap // BINARY_WIDTH[code]
+    bad = (counts < 0) | (offsets < 0) | (offsets > heap) | (counts > most)
+    safe = np.where(bad, 0, counts)
+    sizes = (safe + 7) // 8 if code == "X" else safe * BINARY_WIDTH[code]
+    bad |= offsets + sizes > heap
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DataError(
