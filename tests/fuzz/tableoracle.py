@@ -167,7 +167,8 @@ def _arrow_cells(cells: list, c: Any) -> list:
             out.append(np.nan)
         elif isinstance(cell, list) and complex_:  # (real, imaginary) pairs
             flat = np.array(_flatten(cell), np.float64)
-            values = flat[0::2] + 1j * flat[1::2]
+            with np.errstate(invalid="ignore"):  # inf * 1j (a mutated cell): nan + infj
+                values = flat[0::2] + 1j * flat[1::2]
             out.append(complex(values[0]) if c.code in "CM" and not c.shape else values)
         elif isinstance(cell, list):
             flat = np.array([np.nan if v is None else v for v in _flatten(cell)])
