@@ -6,7 +6,12 @@
 
 Cases (issue 30): the sum and moment-0 of a RICE_1 int16 cube (full: 512 x 1024 x 1024, 1 GiB
 decoded) and of an 8k x 8k float32 image quantised with SUBTRACTIVE_DITHER_2, and a 64 x 64
-stamp cut from a 16k x 16k RICE_1 int16 image.
+stamp cut from a 16k x 16k RICE_1 int16 image (64 x 64 tiles). Beside the one ``stamp``
+(a fresh process's first, opening included), issue 46's loops of :data:`STAMPS` stamps at
+distinct pseudo-random places (the same places for every tool, :func:`stamp_places`), each
+timed alone, the median stamp shown: ``stamp-warm`` opens the file once (``dfits.open``,
+``fits.open``, ``fitsio.FITS``; untimed) and cuts every stamp from it, ``stamp-reopen``
+opens the file again for each stamp (timed with it), as a cut-out service would.
 
 Every measurement is a fresh process (``--one``): it runs its tool on each case of one file,
 first on the tiny file of the same kind (imports, kernels loaded or compiled: untimed), then
@@ -56,7 +61,13 @@ SCALES = {
     "small": {"cube": (16, 256, 256), "image": (512, 512), "big": (1024, 1024)},
     "tiny": {"cube": (4, 32, 64), "image": (64, 96), "big": (256, 256)},
 }
-CASES = ("cube-sum", "cube-moment0", "dither2-sum", "dither2-moment0", "stamp")
+CASES = ("cube-sum", "cube-moment0", "dither2-sum", "dither2-moment0", "stamp", "stamp-warm",
+         "stamp-reopen")  # fmt: skip
+#: the stamp cases run as loops of this many stamps, each timed alone (median shown)
+LOOPS = ("stamp-warm", "stamp-reopen")
+STAMPS = 200
+#: a stamp's side (pixels)
+SIDE = 64
 TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "funpack", "LIMIT")
 #: the issue's comparisons; ``funpack`` alone (cfitsio's decode to a file) on request
 DEFAULT_TOOLS = ("dfits", "astropy", "fitsio", "funpack+dfits", "LIMIT")
@@ -121,10 +132,66 @@ def _reduce(a: np.ndarray, case: str) -> Any:
     return a.sum(dtype=np.float64)
 
 
-def operation(tool: str, case: str, path: Path) -> Any:
-    """A callable running ``case`` with ``tool`` on ``path`` (opening included)."""
+def stamp_places(shape: tuple[int, ...], n: int = STAMPS) -> list[tuple[slice, slice]]:
+    """``n`` distinct :data:`SIDE` x :data:`SIDE` cuts of an image of ``shape``, drawn from a
+    fixed seed: the same for every tool (and every run) on one file."""
+    rng = np.random.default_rng(46)
+    room = [max(k - SIDE, 0) + 1 for k in shape[-2:]]
+    seen: dict[tuple[int, int], None] = {}
+    for _ in range(100 * n):
+        if len(seen) == min(n, room[0] * room[1]):
+            break
+        seen[int(rng.integers(room[0])), int(rng.integers(room[1]))] = None
+    return [(slice(y, y + SIDE), slice(x, x + SIDE)) for y, x in seen]
+
+
+def _stamp_loop(tool: str, case: str, path: Path) -> Any:
+    """A callable cutting every :func:`stamp_places` stamp of ``path`` with ``tool``, each
+    timed alone: ``{"times": [seconds per stamp], "value": [stamps]}``. ``stamp-warm`` opens
+    the file once, untimed; ``stamp-reopen`` opens it for each stamp, timed with it."""
     import dfits
 
+    if tool == "dfits":
+        opener, hdu, cut = dfits.open, lambda f: f[1], lambda h, c: h.section[c]
+    elif tool == "astropy":
+        from astropy.io import fits
+
+        opener, hdu, cut = fits.open, lambda f: f[1], lambda h, c: h.section[c]
+    elif tool == "fitsio":
+        import fitsio
+
+        opener, hdu, cut = lambda p: fitsio.FITS(str(p)), lambda f: f[1], lambda h, c: h[c]
+    else:
+        return None
+
+    def run() -> dict[str, list]:
+        clock = time.perf_counter
+        times, values = [], []
+        places = stamp_places(_shape(path))
+        held = hdu(opener(path)) if case == "stamp-warm" else None
+        for c in places:
+            t = clock()
+            values.append(cut(held if held is not None else hdu(opener(path)), c))
+            times.append(clock() - t)
+        return {"times": times, "value": values}
+
+    return run
+
+
+def _shape(path: Path) -> tuple[int, ...]:
+    """The image's shape (from dfits' header parse: untimed, before the loop)."""
+    import dfits
+
+    return dfits.open(path)[1].shape
+
+
+def operation(tool: str, case: str, path: Path) -> Any:
+    """A callable running ``case`` with ``tool`` on ``path`` (opening included; the stamp
+    loops return their per-stamp times: :func:`_stamp_loop`)."""
+    import dfits
+
+    if case in LOOPS:
+        return _stamp_loop(tool, case, path)
     if case == "stamp":
         cut = (slice(100, 164), slice(150, 214))
         if tool in ("dfits", "LIMIT"):
@@ -198,6 +265,8 @@ def _summary(value: Any) -> float | None:
     """One number standing for a result, to check that the tools agree."""
     if value is None:
         return None
+    if isinstance(value, list):  # a loop's stamps
+        return float(sum(np.sum(np.asarray(v, dtype=np.float64)) for v in value))
     return float(np.sum(np.asarray(value, dtype=np.float64)))
 
 
@@ -215,7 +284,10 @@ def run_one(tool: str, key: str, path: Path, warm: Path) -> dict[str, Any]:
         operation(tool, case, warm)()
         t = time.perf_counter()
         value = op()
-        out[case] = {"s": time.perf_counter() - t, "check": _summary(value)}
+        seconds = time.perf_counter() - t
+        if case in LOOPS:  # the median stamp of the loop
+            seconds, value = statistics.median(value["times"]), value["value"]
+        out[case] = {"s": seconds, "check": _summary(value)}
     out["peak_rss"] = _peak()
     return out
 
@@ -272,9 +344,8 @@ def _rows(times, rss, checks, failed) -> list[tuple[str, str, str]]:
             if (case, tool) not in times:
                 continue
             med = statistics.median(times[case, tool])
-            text = (
-                f"{med * 1e3:.1f} ms, peak RSS {statistics.median(rss[case, tool]) / 2**20:.0f} MiB"
-            )
+            ms = f"{med * 1e3:.1f}" if med >= 0.01 else f"{med * 1e3:.3f}"  # a stamp: µs
+            text = f"{ms} ms, peak RSS {statistics.median(rss[case, tool]) / 2**20:.0f} MiB"
             if base and tool != "dfits":
                 text += f", dfits speed-up {med / statistics.median(base):.2f}x"
             check = checks.get((case, tool))
