@@ -1,0 +1,128 @@
+"""The bytes of compressed writes stay what they were: a fixed input per case, its file's
+SHA-256 recorded before the write path was fused into chunk kernels (issue 46). A change that
+alters bytes on purpose must still read back equal in funpack and astropy
+(tests/write/test_compressed.py) and update these digests, saying why in its commit."""
+
+from __future__ import annotations
+
+import hashlib
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import dfits
+from tests.write.zchecks import values_of
+
+
+def _image(kind: str) -> np.ndarray:
+    rng = np.random.default_rng(46)
+    if kind == "f4-edge":
+        return values_of("float32")
+    if kind == "f8-edge":
+        return values_of("float64")
+    if kind == "f4-uniform":
+        return rng.random((96, 130)).astype("f4")
+    if kind == "f4-nan-rows":
+        x = rng.normal(0, 1, (40, 70)).astype("f4")
+        x[2] = np.nan  # an all-NaN tile
+        x[4, :68] = np.nan  # a tile of two values
+        x[6, ::2] = np.nan
+        x[9, :] = 0.0
+        return x
+    if kind == "f4-wide":
+        return rng.normal(50, 3, (256, 3000)).astype("f4")
+    if kind == "i2-ramp":
+        x = (np.arange(64 * 90).reshape(64, 90) % 977 - 400).astype("i2")
+        x[5] = 0  # a zero block: Rice's low-entropy code
+        x[7] = rng.integers(-32768, 32767, 90)  # high entropy
+        return x
+    if kind == "u1":
+        return rng.integers(0, 256, (33, 47)).astype("u1")
+    if kind == "i1":
+        return rng.integers(-128, 128, (33, 47)).astype("i1")
+    if kind == "u2":
+        return rng.integers(0, 65536, (33, 47)).astype("u2")
+    if kind == "i4":
+        x = rng.integers(-(2**31), 2**31 - 1, (33, 47), dtype=np.int64).astype("i4")
+        x[3:6] = rng.integers(-50, 50, (3, 47))
+        return x
+    raise AssertionError(kind)
+
+
+CASES = {
+    # name: (image, chunks, options)
+    "rice-f4-edge": ("f4-edge", (10, 20), {"compression": "RICE_1"}),
+    "rice-f4-d1": ("f4-edge", (37, 53), {"compression": "RICE_1",
+                                        "quantize_method": "SUBTRACTIVE_DITHER_1"}),
+    "rice-f4-nodither": ("f4-edge", (37, 53), {"compression": "RICE_1",
+                                              "quantize_method": "NO_DITHER"}),
+    "rice-f8-edge": ("f8-edge", (37, 53), {"compression": "RICE_1", "quantize_level": 4}),
+    "rice-f4-uniform": ("f4-uniform", (40, 130), {"compression": "RICE_1"}),
+    "rice-f4-tile2d": ("f4-uniform", (96, 130), {"compression": "RICE_1",
+                                                "tile_shape": (16, 32)}),
+    "rice-f4-block16": ("f4-uniform", (96, 130), {"compression": "RICE_1",
+                                                 "rice_blocksize": 16}),
+    "rice-f4-scale": ("f4-uniform", (96, 130), {"compression": "RICE_1",
+                                               "quantize_level": -0.01}),
+    "rice-f4-nan": ("f4-nan-rows", (40, 70), {"compression": "RICE_1"}),
+    "rice-f4-wide": ("f4-wide", (64, 3000), {"compression": "RICE_1"}),
+    "gzip1-f4-wide": ("f4-wide", (100, 3000), {"compression": "GZIP_1"}),
+    "gzip1-f4-edge": ("f4-edge", (10, 20), {"compression": "GZIP_1"}),
+    "gzip1-f4-tile2d": ("f4-uniform", (96, 130), {"compression": "GZIP_1",
+                                                 "tile_shape": (8, 130)}),
+    "gzip2-f4-nan": ("f4-nan-rows", (40, 70), {"compression": "GZIP_2"}),
+    "gzip1-f4-lossless": ("f4-uniform", (96, 130), {"compression": "GZIP_1",
+                                                   "quantize_level": 0}),
+    "nocomp-f4": ("f4-edge", (37, 53), {"compression": "NOCOMPRESS"}),
+    "hcomp-f4": ("f4-uniform", (96, 130), {"compression": "HCOMPRESS_1"}),
+    "rice-i2": ("i2-ramp", (64, 90), {"compression": "RICE_1"}),
+    "rice-i2-block16": ("i2-ramp", (64, 90), {"compression": "RICE_1", "rice_blocksize": 16}),
+    "rice-u1": ("u1", (33, 47), {"compression": "RICE_1"}),
+    "rice-i1": ("i1", (33, 47), {"compression": "RICE_1"}),
+    "rice-u2": ("u2", (33, 47), {"compression": "RICE_1"}),
+    "rice-i4": ("i4", (33, 47), {"compression": "RICE_1"}),
+    "gzip1-i2": ("i2-ramp", (64, 90), {"compression": "GZIP_1"}),
+    "plio-i2": ("u1", (33, 47), {"compression": "PLIO_1"}),
+}  # fmt: skip
+
+DIGESTS = {
+    "gzip1-f4-edge": "7790a26f0dbe290ce8b3ccbd907a5e9b29a2d5459be8253d5940b320a11669bd",
+    "gzip1-f4-lossless": "029de76bb5e5d813c8a3574d212779375c548ecf1d3030da73449e95585db2e1",
+    "gzip1-f4-tile2d": "9bd0f6e64bcdf4cb29ff01d7e3510bb1149e39c032490516ee3e189b2f7e5c77",
+    "gzip1-f4-wide": "d4195d1a2e1850534bdfb3d736ce19dd91ce4dfc281e06ba2fbfeda4b45c6652",
+    "gzip1-i2": "aed089ae4b77bdb7bf6fc810451593b85d1307186890bea3f6d0b0f6e4ddd720",
+    "gzip2-f4-nan": "519a0328d49cd336d624e1f98bf1ca935d3b6f09dc13854e24967b3708df8d84",
+    "hcomp-f4": "ccbebe13a0b9b2d697935af2f6f5cb6218c74a0be61bf1b8f0a09d3b457cbde4",
+    "nocomp-f4": "5f610d88ffe44c363c628c08fe6acb5cb42eb21c8043011e7fc12c9896862df8",
+    "plio-i2": "6b9cdaaf9f06bc1529db5ebb7ad213cb4ba38b2223a82338738d53daab8f55a7",
+    "rice-f4-block16": "6a025eca1b8f9986bb226e0b9ab48a9993c83d5bdcc413c5fe45719899559954",
+    "rice-f4-d1": "038e083493f432adecfb08dc9d3de2aed9afc01406bad630cd162ade1bca2a44",
+    "rice-f4-edge": "19c47124bd21cfb3646bb3527e8b6a359ab49c648333887aa4297fd16df454a1",
+    "rice-f4-nan": "b4983825d9d6553a300949dda99dd0ed28c662aee510e9f0eb239f5535983e95",
+    "rice-f4-nodither": "7cb91cf7226baee1a9438b3c8ab5d512d20d5db7c97ae6bcd29dd4ba4ede8ac8",
+    "rice-f4-scale": "1b37f4786e2506b3911818a667c4096e19832349131713ed254e0a6fed10c508",
+    "rice-f4-tile2d": "89bb74786fbb2c401e00aeeaa65e1c8c1ac4609ca839b8bda89a65317c055d33",
+    "rice-f4-uniform": "3597e179753029a26e829a54a5fb4d52aeb78efe68ce481fe0b8844796ebbd1a",
+    "rice-f4-wide": "dcf5d4981a942cb7ce107e31b8c0b34de09f98f5a833ede21f2426b219b7a0c7",
+    "rice-f8-edge": "c9735982e7decd035dba294ca4abb0c62ff2370e8b879832cd0363e5e55e35ae",
+    "rice-i1": "bc377a32184ee7c73147ba2f4df7753ab414341642f8438695eafcbed90be887",
+    "rice-i2": "57c25658300f72becb0333307958ac92ee69af39d9d1c2a1dc97cd9bb8516d43",
+    "rice-i2-block16": "a74252a130d2efeb5c8a2f4dfdc80086a175037747b6182e353e703dd9536481",
+    "rice-i4": "e9913653599e13ca0698b462295e1d4ffa9e5bfc9d152d6f8e36466dd71a1563",
+    "rice-u1": "44bbbe91b01cbf587c2fc9d1f7160a0b29f61521b1106efc469df5314bf4416b",
+    "rice-u2": "a9ef8b1566aeb9cc390b97ed1b68bec5422df7ed4ece48a0bc58e35a85d458cd",
+}
+
+
+def _digest(tmp_path, name: str) -> str:
+    kind, chunks, options = CASES[name]
+    path = tmp_path / f"{name}.fits"
+    x = da.from_array(_image(kind), chunks=chunks)
+    dfits.to_fits(x, path, dither_seed=17, **options)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_written_bytes_are_unchanged(tmp_path, name):
+    assert _digest(tmp_path, name) == DIGESTS[name]
