@@ -42,14 +42,25 @@ BATCH = 8 << 20
 
 
 def tile_rows(tiles: Any, region: tuple[slice, ...]) -> np.ndarray:
-    """The table rows (tile numbers, ascending: C order of the grid) that ``region`` meets."""
-    ranges = []
-    for sl, t in zip(region, tiles.tile, strict=True):
+    """The table rows (tile numbers, ascending: C order of the grid) that ``region`` meets.
+
+    Built from the last axis out, one broadcast sum per axis (a stamp's few tiles cost a
+    few numpy calls, not a mesh grid).
+
+    >>> from types import SimpleNamespace
+    >>> tiles = SimpleNamespace(tile=(16, 16), grid=(8, 8))
+    >>> tile_rows(tiles, (slice(20, 40), slice(90, 100))).tolist()
+    [13, 14, 21, 22]
+    """
+    rows = np.zeros(1, np.int64)
+    stride = 1
+    for sl, t, g in zip(region[::-1], tiles.tile[::-1], tiles.grid[::-1], strict=True):
         if sl.stop <= sl.start:
             return np.empty(0, np.int64)
-        ranges.append(np.arange(sl.start // t, (sl.stop - 1) // t + 1, dtype=np.int64))
-    index = np.meshgrid(*ranges, indexing="ij")
-    return np.ravel_multi_index(index, tiles.grid).reshape(-1).astype(np.int64)
+        ids = np.arange(sl.start // t * stride, ((sl.stop - 1) // t + 1) * stride, stride)
+        rows = (ids[:, None] + rows).reshape(-1)
+        stride *= g
+    return rows
 
 
 def compact(tiles: Any, picks: tuple[np.ndarray, ...]) -> tuple[list, list, tuple, tuple]:
@@ -86,8 +97,11 @@ def lookup_rows(
     width = tiles.row_bytes
     if not len(rows):
         return read_descriptors(b"", tiles, where, rows=rows)
-    cut = np.flatnonzero(np.diff(rows) > max(1, GAP // width)) + 1
-    runs = np.split(rows, cut)
+    near = max(1, GAP // width)
+    if int(rows[-1]) - int(rows[0]) <= near:
+        runs = [rows]  # a stamp's rows: no gap to split at
+    else:
+        runs = np.split(rows, np.flatnonzero(np.diff(rows) > near) + 1)
     ranges = [
         (table_offset + int(r[0]) * width, table_offset + (int(r[-1]) + 1) * width) for r in runs
     ]
@@ -103,21 +117,59 @@ def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.nd
     """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts
     in it: spans closer than the gap are read together, so consecutive tiles are one
     read and, in the common case, one buffer without a copy."""
-    counts, offsets = spans[:, 0], spans[:, 1]
-    order = np.argsort(offsets, kind="stable")
-    first, stop = offsets[order], offsets[order] + counts[order]
-    ends = np.maximum.accumulate(stop)
-    cut = np.flatnonzero(first[1:] > ends[:-1] + GAP) + 1
-    bounds = np.split(np.arange(len(order)), cut)
-    ranges = [(heap_offset + int(first[g[0]]), heap_offset + int(ends[g[-1]])) for g in bounds]
+    if len(spans) <= _FEW:
+        groups = _near_groups(spans.tolist())
+    else:
+        counts, offsets = spans[:, 0], spans[:, 1]
+        order = np.argsort(offsets, kind="stable")
+        first, stop = offsets[order], offsets[order] + counts[order]
+        ends = np.maximum.accumulate(stop)
+        cut = np.flatnonzero(first[1:] > ends[:-1] + GAP) + 1
+        groups = [
+            (order[g].tolist(), int(first[g[0]]), int(ends[g[-1]]))
+            for g in np.split(np.arange(len(order)), cut)
+        ]
+    ranges = [(heap_offset + a, heap_offset + b) for _, a, b in groups]
     blobs = [np.frombuffer(b, np.uint8) for b in read_ranges(source, ranges)]
-    starts = np.empty(len(offsets), np.int64)
+    starts = np.empty(len(spans), np.int64)
     base = 0
-    for g, (a, _), buf in zip(bounds, ranges, blobs, strict=True):
-        starts[order[g]] = base + (heap_offset + first[g] - a)
+    for (members, a, _), buf in zip(groups, blobs, strict=True):
+        starts[members] = spans[members, 1] + (base - a)
         base += len(buf)
-    blob = blobs[0] if len(blobs) == 1 else np.concatenate(blobs)
+    if len(blobs) > 1:
+        blob = np.concatenate(blobs)
+        # read-only, as one read's bytes are: Numba types a writable array apart, so a
+        # stamp of two heap runs after one of one would load a second decoder signature
+        blob.flags.writeable = False
+    else:
+        blob = blobs[0]
     return blob, starts
+
+
+#: at most this many spans are grouped in Python (a stamp's few tiles), more by numpy
+_FEW = 32
+
+
+def _near_groups(spans: list[list[int]]) -> list[tuple[list[int], int, int]]:
+    """Spans (bytes, offset) in groups closer than :data:`GAP`, by offset: each group's
+    members (indices, ascending offset), first byte and end. What :func:`fetch_spans` does
+    with numpy for many spans, in Python for a few (a stamp's), where numpy's calls cost
+    more than the work.
+
+    >>> _near_groups([[10, 1 << 20], [5, 0], [8, 5]])
+    [([1, 2], 0, 13), ([0], 1048576, 1048586)]
+    """
+    order = sorted(range(len(spans)), key=lambda k: spans[k][1])
+    groups: list[tuple[list[int], int, int]] = []
+    for k in order:
+        count, offset = spans[k]
+        if groups and offset <= groups[-1][2] + GAP:
+            members, a, end = groups[-1]
+            members.append(k)
+            groups[-1] = (members, a, max(end, offset + count))
+        else:
+            groups.append(([k], offset, offset + count))
+    return groups
 
 
 def batches(
@@ -131,6 +183,8 @@ def batches(
     on) and returns False on failure, which stops here and is returned.
     """
     ends = np.cumsum(spans[:, 0])
+    if ends[-1] < BATCH:  # a stamp's tiles, a small chunk's: one batch
+        return decode(*fetch_spans(source, heap_offset, spans), spans[:, 0], npix, packed, 0)
     cuts = np.flatnonzero(np.diff(ends // BATCH)) + 1
     bounds = [0, *cuts.tolist(), len(spans)]
     firsts = np.concatenate(([0], np.cumsum(npix)))
@@ -224,6 +278,12 @@ def in_order(group: tuple, counts: tuple[int, ...], stored: np.dtype) -> bool:
     """
     packed, shapes, firsts, quant = group
     if quant is not None or packed.dtype != stored or packed.size != math.prod(counts):
+        return False
+    # the first tile's test in Python, first: tiles side by side (a stamp's cover of square
+    # tiles) fail it, and then no numpy call is made
+    first = shapes[0].tolist()
+    outer = next((d for d, n in enumerate(first) if n != 1), 0)
+    if first[outer + 1 :] != list(counts[outer + 1 :]):
         return False
     ndim = len(counts)
     first = np.argmax(shapes != 1, axis=1)[:, None]  # a 1-pixel tile: axis 0, still a run

@@ -143,19 +143,21 @@ class TileReader:
         :func:`~dfits.kernels.tilegroup.place_group` (``quant`` None unless quantised), or
         None when not possible."""
         tiles = self.tiles
-        if len(rows) < 2 or (tiles.algorithm == "RICE_1" and tiles.bytepix not in (1, 2, 4)):
+        if not len(rows) or (tiles.algorithm == "RICE_1" and tiles.bytepix not in (1, 2, 4)):
             return None
         spans = index.spans["COMPRESSED_DATA"]
-        if not (spans[:, 0] > 0).all():
+        if not spans[:, 0].all():  # counts are never negative (checked when read)
             return None  # fallback columns: tile by tile
         if "ZBLANK" in index.values and tiles.zbitpix > 0 and self.spec.blank is not None:
             return None  # integer tiles whose blanks may need rewriting: tile by tile
-        tile, shape = np.array(tiles.tile), np.array(tiles.shape)
-        lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tile
-        hi = np.minimum(lo + tile, shape)
-        start = np.array([sl.start for sl in region])
-        if not ((lo >= start).all() and (hi <= [sl.stop for sl in region]).all()):
+        # ``rows`` are the tiles ``region`` meets: all lie inside it when its edges are
+        # tile edges (or the image's)
+        edges = zip(region, tiles.tile, tiles.shape, strict=True)
+        if any(sl.start % t or (sl.stop % t and sl.stop != n) for sl, t, n in edges):
             return None
+        lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tiles.tile
+        hi = np.minimum(lo + tiles.tile, tiles.shape)
+        start = [sl.start for sl in region]
         npix = (hi - lo).prod(axis=1)
         if tiles.algorithm != "RICE_1":
             packed = self._decode_group(rows, spans, npix, hi - lo)
