@@ -28,7 +28,7 @@ from dfits.progress import ScanProgress, interactive
 from dfits.section import Section, forget
 from dfits.tables.access import TableAccess
 from dfits.tables.data import TableData, table_dtype
-from dfits.tiles.reader import align_chunks, tile_reader
+from dfits.tiles.reader import tile_reader
 
 __all__ = ["HDU", "FitsFile", "open"]
 
@@ -152,15 +152,12 @@ class HDU(TableAccess):
         block = self._block(raw)
         spec = block.spec
         chunks = self._file.chunks if chunks is None else chunks
-        given = chunks
+        # default plans of compressed images: smaller chunks of whole tiles
+        tile = self.layout.tiles.tile if self.layout.tiles is not None else None
         if chunks is None and reduce_axis is not None:
             axis = normalize_axis_index(reduce_axis, len(self.shape))
-            chunks = reduction_chunks(self.shape, block.dtype, spec.itemsize, axis)
-        chunks = normalize(chunks, self.shape, block.dtype, spec.itemsize)
-        if self.layout.tiles is not None and given is None:
-            # default plans take whole tiles: no tile is decoded by two tasks
-            chunks = align_chunks(chunks, self.layout.tiles.tile, self.shape)
-        return block, chunks
+            return block, reduction_chunks(self.shape, block.dtype, spec.itemsize, axis, tile)
+        return block, normalize(chunks, self.shape, block.dtype, spec.itemsize, tile)
 
     def _array(self, raw: bool, chunks: Any = None, reduce_axis: int | None = None):
         from dask.base import tokenize

@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REDUCE_DEPTH", "file_chunks", "normalize", "reduction_chunks"]
+__all__ = [
+    "REDUCE_DEPTH",
+    "TILE_TARGET_KEY",
+    "align_chunks",
+    "file_chunks",
+    "normalize",
+    "reduction_chunks",
+    "tile_target",
+]
 
 #: Stored bytes per output pixel that a chunk should hold along a reduced axis. Each chunk of a
 #: reduction along one axis leaves float64 partials (one to three per pixel) that dask keeps,
@@ -25,6 +33,15 @@ __all__ = ["REDUCE_DEPTH", "file_chunks", "normalize", "reduction_chunks"]
 #: 0.16 -> 0.13 s). Chunks are strided reads of a few long runs; the kernels read those rows
 #: as fast as contiguous ones.
 REDUCE_DEPTH = 256
+
+#: ``dask.config`` key: the physical bytes a default chunk of a tile-compressed image holds
+#: (16 MiB unless set), below dask's ``array.chunk-size``. A plain image's chunk is a view of
+#: the file's map; a compressed one is decoded into fresh memory, and glibc maps anything
+#: over its largest mmap threshold (32 MiB) afresh each time, so every task paid its
+#: page faults again. Measured on 2 threads (8k x 8k DITHER_2 float32 sum, fresh process):
+#: 0.42 s with the 128 MiB plan, 0.19 s with 16 MiB; the 1 GiB int16 RICE cube 1.54 s and
+#: 566 MiB peak RSS against 1.11 s and 315 MiB.
+TILE_TARGET_KEY = "dfits.tile-chunk-size"
 
 
 def file_chunks(shape: tuple[int, ...], itemsize: int, target: int) -> tuple[tuple[int, ...], ...]:
@@ -74,29 +91,81 @@ def file_chunks(shape: tuple[int, ...], itemsize: int, target: int) -> tuple[tup
     return tuple(chunks)
 
 
+def tile_target() -> int:
+    """Physical bytes of a tile-compressed image's default chunk: ``dfits.tile-chunk-size``
+    (16 MiB), at most dask's ``array.chunk-size``.
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"array.chunk-size": "128MiB"}):
+    ...     tile_target() >> 20
+    16
+    """
+    import dask
+    from dask.utils import parse_bytes
+
+    chunk = parse_bytes(dask.config.get("array.chunk-size"))
+    return min(chunk, parse_bytes(dask.config.get(TILE_TARGET_KEY, "16MiB")))
+
+
 def normalize(
-    chunks: Any, shape: tuple[int, ...], dtype: np.dtype, itemsize: int
+    chunks: Any,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    itemsize: int,
+    tile: tuple[int, ...] | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """Turn a user's ``chunks=`` (anything dask accepts) into explicit chunks.
 
-    ``None`` or ``"auto"`` gives :func:`file_chunks` at dask's ``array.chunk-size``.
+    ``None`` or ``"auto"`` gives :func:`file_chunks` at dask's ``array.chunk-size``; for a
+    tile-compressed image (``tile``, its ZTILEn in numpy order) at :func:`tile_target`, in
+    whole tiles (:func:`align_chunks`), so that no tile is decoded by two tasks.
     """
     import dask
     from dask.utils import parse_bytes
 
     if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        if tile is not None:
+            target = max(itemsize, tile_target() // _scale(dtype, itemsize))
+            return align_chunks(file_chunks(shape, itemsize, target), tile, shape)
         target = parse_bytes(dask.config.get("array.chunk-size"))
         # size the plan by physical bytes, as dask does, so scaled int16 → float32 chunks
         # hold the same number of values as dask's own planning would give
-        scale = max(1, np.dtype(dtype).itemsize // itemsize)
-        return file_chunks(shape, itemsize, max(itemsize, target // scale))
+        return file_chunks(shape, itemsize, max(itemsize, target // _scale(dtype, itemsize)))
     from dask.array.core import normalize_chunks  # only here: the file's plan needs no dask.array
 
     return normalize_chunks(chunks, shape, dtype=dtype)
 
 
+def _scale(dtype: np.dtype, itemsize: int) -> int:
+    return max(1, np.dtype(dtype).itemsize // itemsize)
+
+
+def align_chunks(
+    chunks: tuple[tuple[int, ...], ...], tile: tuple[int, ...], shape: tuple[int, ...]
+) -> tuple[tuple[int, ...], ...]:
+    """Regular chunks of whole tiles: each axis's first chunk rounded up to tile multiples.
+
+    Examples
+    --------
+    >>> align_chunks(((40, 40, 20), (300,)), (16, 300), (100, 300))
+    ((48, 48, 4), (300,))
+    """
+    out = []
+    for c, t, n in zip(chunks, tile, shape, strict=True):
+        size = min(n, -(-max(c[0] if c else 1, 1) // t) * t) or 1
+        full, rest = divmod(n, size)
+        out.append((size,) * full + ((rest,) if rest else ()) or (0,))
+    return tuple(out)
+
+
 def reduction_chunks(
-    shape: tuple[int, ...], dtype: np.dtype, itemsize: int, axis: int
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    itemsize: int,
+    axis: int,
+    tile: tuple[int, ...] | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """Chunks for reducing along ``axis`` (moment maps): the file's plan, made deeper if thin.
 
@@ -114,7 +183,7 @@ def reduction_chunks(
     ...     reduction_chunks((256, 2048, 2048), np.dtype("f4"), 4, 0)[:2]
     ((64, 64, 64, 64), (256, 256, 256, 256, 256, 256, 256, 256))
     """
-    chunks = normalize(None, shape, dtype, itemsize)
+    chunks = normalize(None, shape, dtype, itemsize, tile)
     n = shape[axis]
     want = min(n, -(-REDUCE_DEPTH // itemsize))
     if not n or max(chunks[axis]) >= want:
@@ -123,4 +192,5 @@ def reduction_chunks(
     per_slab = math.prod(max(c) for c in chunks)
     inner = file_chunks(shape[axis + 1 :], itemsize, max(itemsize, per_slab * itemsize // want))
     full, rest = divmod(n, want)
-    return (*chunks[:axis], (want,) * full + ((rest,) if rest else ()), *inner)
+    deep = (*chunks[:axis], (want,) * full + ((rest,) if rest else ()), *inner)
+    return deep if tile is None else align_chunks(deep, tile, shape)

@@ -50,16 +50,22 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 @lru_cache(maxsize=1024)
 def _planned(
-    chunks: Any, shape: tuple[int, ...], dtype: str, itemsize: int, target: Any
+    chunks: Any,
+    shape: tuple[int, ...],
+    dtype: str,
+    itemsize: int,
+    tile: tuple[int, ...] | None,
+    target: Any,
 ) -> tuple[tuple[int, ...], ...] | None:
-    # ``target`` (dask's array.chunk-size) is part of the key so a config change is seen.
+    # ``target`` (dask's array.chunk-size and dfits.tile-chunk-size) is part of the key so
+    # a config change is seen.
     del target
     import numpy as np
 
     from dfits.array.chunks import normalize
 
     try:
-        return normalize(chunks, shape, np.dtype(dtype), itemsize)
+        return normalize(chunks, shape, np.dtype(dtype), itemsize, tile)
     except Exception:
         return None
 
@@ -78,9 +84,12 @@ def chunk_summary(hdu: Any, chunks: Any = None) -> str:
         hash(chunks)
     except TypeError:
         chunks = None
-    plan = _planned(
-        chunks, hdu.shape, str(hdu.dtype), spec.itemsize, dask.config.get("array.chunk-size")
-    )
+    from dfits.array.chunks import TILE_TARGET_KEY
+
+    tiles = hdu.layout.tiles
+    tile = tuple(tiles.tile) if tiles is not None else None
+    target = (dask.config.get("array.chunk-size"), dask.config.get(TILE_TARGET_KEY, None))
+    plan = _planned(chunks, hdu.shape, str(hdu.dtype), spec.itemsize, tile, target)
     if plan is None:
         return "?"
     count = math.prod(len(c) for c in plan)

@@ -5,8 +5,8 @@ reader on :mod:`dfits.array`'s seam (:class:`dfits.array.reader.Reader`), so a c
 image behaves like any other image: ``hdu.data``, ``hdu.section`` and every reduction.
 
 * :mod:`dfits.tiles.reader` -- :class:`~dfits.tiles.reader.TileReader`: a region's tiles
-  found, fetched, decoded on the worker and handed back as a stored chunk of native values;
-  its chunk plans (:func:`~dfits.tiles.reader.align_chunks`);
+  found, fetched, decoded on the worker and handed back as a stored chunk of native values
+  (default chunks are whole tiles: :func:`~dfits.array.chunks.align_chunks`);
 * :mod:`dfits.tiles.places` -- where a region's tiles are: their table rows (from the grid,
   reading nothing), their descriptors (those rows alone), their heap bytes (coalesced);
 * :mod:`dfits.tiles.quantised` -- quantised float tiles kept as integers until read: they

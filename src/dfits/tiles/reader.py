@@ -43,7 +43,7 @@ from dfits.tiles.places import (
 )
 from dfits.tiles.quantised import QuantisedTiles
 
-__all__ = ["TileReader", "align_chunks", "tile_reader"]
+__all__ = ["TileReader", "tile_reader"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,20 +383,3 @@ def _overlap(place: tuple[slice, ...], region: tuple[slice, ...]):
         dst.append(slice(lo - r.start, hi - r.start))
     return tuple(src), tuple(dst)
 
-
-def align_chunks(
-    chunks: tuple[tuple[int, ...], ...], tile: tuple[int, ...], shape: tuple[int, ...]
-) -> tuple[tuple[int, ...], ...]:
-    """Regular chunks of whole tiles: each axis's first chunk rounded up to tile multiples.
-
-    Examples
-    --------
-    >>> align_chunks(((40, 40, 20), (300,)), (16, 300), (100, 300))
-    ((48, 48, 4), (300,))
-    """
-    out = []
-    for c, t, n in zip(chunks, tile, shape, strict=True):
-        size = min(n, -(-max(c[0] if c else 1, 1) // t) * t) or 1
-        full, rest = divmod(n, size)
-        out.append((size,) * full + ((rest,) if rest else ()) or (0,))
-    return tuple(out)
