@@ -4,8 +4,9 @@ The contract: a :class:`ZPlan` (picklable: paths, tile specs and cards, no data)
 HDUs — an empty primary, then one ``ZIMAGE`` binary table per image. :func:`create` makes the
 (empty) temporary file beside the target. Each :func:`write_chunk`, in any thread or process
 that sees the same filesystem, compresses the whole tiles of one chunk
-(:func:`~dfits.kernels.tileencode.encode_tile`) into a scratch file of its own beside the
-target, holding at most :data:`~dfits.write.fitswriter.BUFFER` bytes at once, and returns only
+(:func:`~dfits.kernels.tileencode.encode_block`) into a scratch file of its own beside the
+target, holding about :data:`~dfits.write.fitswriter.BUFFER` bytes at once (a buffer per thread,
+reused), and returns only
 numbers: per tile its table row, byte counts and ZSCALE/ZZERO, and the chunk's
 ones'-complement sum. :func:`assemble` then writes, per HDU, the table header and rows (now
 that the heap's size and the descriptors are known), copies the scratch heaps after them in
@@ -29,6 +30,7 @@ import contextlib
 import errno
 import glob
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,7 +43,7 @@ from dfits.format.imagehdu import UserCard, image_header
 from dfits.format.ztable import TileSpec, table_header, table_rows
 from dfits.io.rangelock import range_lock
 from dfits.kernels.checksum import encode_rows, word_sum
-from dfits.kernels.tileencode import encode_tile
+from dfits.kernels.tileencode import encode_block
 from dfits.write import fitswriter
 from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
 
@@ -54,6 +56,7 @@ _SUFFIX = ".dfits-part"
 # the byte chunk tasks hold shared while they write: past any file, so no data lock meets it
 _IN_FLIGHT = 1 << 62
 _NO_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+_local = threading.local()
 
 
 @dataclass(frozen=True)
@@ -136,18 +139,6 @@ def create(p: ZPlan) -> bool:
     return True
 
 
-def _tiles(spec: TileSpec, starts: tuple[int, ...], block: tuple[int, ...]):
-    """``(table row, region of the block)`` of every tile in a block at ``starts``."""
-    first = [s // t for s, t in zip(starts, spec.tile, strict=True)]
-    sub = [-(-b // t) for b, t in zip(block, spec.tile, strict=True)]
-    for idx in np.ndindex(*sub):
-        region = tuple(
-            slice(i * t, min((i + 1) * t, b)) for i, t, b in zip(idx, spec.tile, block, strict=True)
-        )
-        tile = tuple(f + i for f, i in zip(first, idx, strict=True))
-        yield int(np.ravel_multi_index(tile, spec.grid)), region
-
-
 def write_chunk(
     p: ZPlan, hdu: int, chunk: int, values: np.ndarray, starts: tuple[int, ...]
 ) -> ChunkTiles:
@@ -185,24 +176,15 @@ def _write_chunk(
     rows, sizes, scale, zero = [], [], [], []
     name = scratch_name(p, hdu, chunk)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    pending: list[bytes] = []
-    held = written = total = 0
+    written = total = 0
     try:
-        for row, region in _tiles(spec, starts, v.shape):
-            try:
-                data, fallback, s, z = encode_tile(spec, v[region], row)
-            except ValueError as err:  # values the algorithm cannot hold (PLIO's range)
-                raise DataError(f"{p.hdus[hdu].what}, tile {row + 1}: {err}") from err
-            rows.append(row)
-            sizes.append((len(data), len(fallback)))
-            scale.append(s)
-            zero.append(z)
-            pending += [data, fallback]
-            held += len(data) + len(fallback)
-            if held >= BUFFER:
-                total, written = _flush(fd, pending, total, written)
-                pending, held = [], 0
-        total, written = _flush(fd, pending, total, written)
+        # each batch is written before the next is encoded into the same buffer
+        for batch in _batches(p, hdu, spec, v, starts):
+            rows.append(batch.rows)
+            sizes.append(batch.sizes)
+            scale.append(batch.scale)
+            zero.append(batch.zero)
+            total, written = _flush(fd, batch.pieces, total, written)
     finally:
         os.close(fd)
     if not os.path.exists(p.temp):
@@ -211,8 +193,26 @@ def _write_chunk(
             os.unlink(name)
         raise FileNotFoundError(f"{p.temp}: the write was abandoned")
     image = _image_sum(spec, v, starts) if p.hdus[hdu].checksum else 0
-    return ChunkTiles(np.array(rows, np.int64), np.array(sizes, np.int64).reshape(-1, 2),
-                      np.array(scale), np.array(zero), written, total, image)  # fmt: skip
+    return ChunkTiles(np.concatenate(rows), np.concatenate(sizes), np.concatenate(scale),
+                      np.concatenate(zero), written, total, image)  # fmt: skip
+
+
+def _batches(p: ZPlan, hdu: int, spec: TileSpec, v: np.ndarray, starts: tuple[int, ...]):
+    """The chunk's tiles in batches, encoded into this thread's heap buffer."""
+    out = _heap_buffer()
+    try:
+        yield from encode_block(spec, v, starts, out)
+    except ValueError as err:  # values the algorithm cannot hold (PLIO's range)
+        raise DataError(f"{p.hdus[hdu].what}, {err}") from err
+
+
+def _heap_buffer() -> np.ndarray:
+    """This thread's buffer of compressed bytes (:data:`BUFFER`), allocated once and reused:
+    a fresh one per chunk would be faulted in again each time."""
+    buf = getattr(_local, "heap", None)
+    if buf is None:
+        buf = _local.heap = np.empty(BUFFER, np.uint8)
+    return buf
 
 
 def _image_sum(spec: TileSpec, values: np.ndarray, starts: tuple[int, ...]) -> int:
@@ -235,10 +235,12 @@ def _image_sum(spec: TileSpec, values: np.ndarray, starts: tuple[int, ...]) -> i
     return total
 
 
-def _flush(fd: int, pieces: list[bytes], total: int, written: int) -> tuple[int, int]:
-    raw = b"".join(pieces)
-    if raw:
-        pwrite_all(fd, memoryview(raw), written)
+def _flush(fd: int, pieces: list, total: int, written: int) -> tuple[int, int]:
+    # one piece (RICE_1: a view of the heap buffer) is written as it is; tiles compressed one
+    # by one are joined first (their compressed bytes only), for one write and one sum
+    raw = memoryview(pieces[0] if len(pieces) == 1 else b"".join(pieces)).cast("B")
+    if len(raw):
+        pwrite_all(fd, raw, written)
         total = add(total, place(word_sum(np.frombuffer(raw, np.uint8)), written))
     return total, written + len(raw)
 

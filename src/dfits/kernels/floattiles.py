@@ -1,0 +1,231 @@
+"""Quantised float tiles of a block, in one kernel call: noise, scaling, dither, Rice.
+
+The contract: :func:`quantise_tiles` walks the tiles of a 3-D block of floats (planes, rows,
+columns; tiles of ``ty`` × ``tx`` within each plane, in the table's order) from tile
+``start``, and for each one computes, exactly as the tiled image convention's writers do:
+
+* its range and count of non-NaN values, and its noise ("noise3": per tile row, the median of
+  ``|2 v[i] - v[i-2] - v[i+2]|`` over the row's finite values, rows of fewer than 5 skipped;
+  the median of those medians × 0.6052697; when every row is too short, the rows joined);
+* ZSCALE (noise / level, or -level) and ZZERO (the middle of the range), or that the tile
+  cannot be quantised (infinities, no noise, a range wider than 32-bit levels): then it stops
+  *before* that tile, flagged, for the caller to store it exactly;
+* the dithered levels (:func:`dither_into`, the sequence :mod:`dfits.kernels.dequantize` reads
+  back with), written to ``out`` at
+  ``pos`` as RICE_1 (``kind`` 0, :func:`dfits.kernels.riceencode.encode_into`), big-endian
+  int32 (1: GZIP_1 and NOCOMPRESS, deflated by the caller), the bytes shuffled by significance
+  (2: GZIP_2) or native int32 (3: HCOMPRESS_1's input).
+
+It returns the tile it stopped at and the end of ``out`` used; it stops early when the next
+tile might not fit. No Python runs per tile, and no allocation but the call's scratch. The
+medians come from a selection in place (Hoare's, as cfitsio's ``quick_select``) that returns
+what ``numpy.median`` does, the mean of the two middle values for an even count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dfits.kernels._cache import entry
+from dfits.kernels._compile import inline
+from dfits.kernels.riceencode import encode_into
+
+__all__ = ["dither_into", "median_inplace", "noise_of", "quantise_tiles"]
+
+_N_RANDOM = 10000
+_RESERVED = 10  # integers at the bottom of int32 kept for NULL_VALUE, ZERO_VALUE and others
+_LIMIT = 2.0 * (2147483647 - _RESERVED) - 4.0  # widest range of levels that fits
+
+
+@inline
+def dither_into(x, q, scale, zero, method, iseed, values, starts):
+    """The int32 levels ``q`` of the float tile ``x`` (1-D) whose dither seed is ``iseed``."""
+    nextrand = starts[iseed]
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if np.isnan(v):
+            q[i] = -2147483647  # NULL_VALUE of dfits.format.ztable, the ZBLANK written
+        elif method == 2 and v == 0.0:
+            q[i] = -2147483646
+        elif method > 0:
+            q[i] = np.int32(np.rint((v - zero) / scale + np.float64(values[nextrand]) - 0.5))
+        else:
+            q[i] = np.int32(np.rint((v - zero) / scale))
+        if method > 0:
+            # the sequence advances on every pixel, NaN or not, as the readers' does
+            nextrand += 1
+            if nextrand == 10000:
+                iseed += 1
+                if iseed == 10000:
+                    iseed = 0
+                nextrand = starts[iseed]
+
+
+@inline
+def _select(a, lo, hi, k):
+    # a[k] once a[lo:hi+1] is partitioned around it (cfitsio's quick_select, any k)
+    while True:
+        if hi <= lo:
+            return a[k]
+        if hi == lo + 1:
+            if a[lo] > a[hi]:
+                a[lo], a[hi] = a[hi], a[lo]
+            return a[k]
+        mid = (lo + hi) // 2
+        if a[mid] > a[hi]:
+            a[mid], a[hi] = a[hi], a[mid]
+        if a[lo] > a[hi]:
+            a[lo], a[hi] = a[hi], a[lo]
+        if a[mid] > a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        a[mid], a[lo + 1] = a[lo + 1], a[mid]
+        ll, hh = lo + 1, hi
+        while True:
+            ll += 1
+            while a[lo] > a[ll]:
+                ll += 1
+            hh -= 1
+            while a[hh] > a[lo]:
+                hh -= 1
+            if hh < ll:
+                break
+            a[ll], a[hh] = a[hh], a[ll]
+        a[lo], a[hh] = a[hh], a[lo]
+        if hh <= k:
+            lo = ll
+        if hh >= k:
+            hi = hh - 1
+
+
+@inline
+def median_inplace(a, n):
+    """numpy's median of ``a[:n]`` (no NaN; n > 0), reordering it."""
+    k = (n - 1) // 2
+    low = _select(a, 0, n - 1, k)
+    if n % 2:
+        return low
+    high = a[k + 1]
+    for i in range(k + 2, n):  # right of k, all >= a[k]: the next order statistic
+        high = min(high, a[i])
+    return (low + high) / 2.0
+
+
+@inline
+def _row_median(t, start, n, v, d):
+    # median of |2 v[i] - v[i-2] - v[i+2]| over the finite values of t[start:start+n]
+    k = 0
+    for i in range(start, start + n):
+        x = np.float64(t[i])
+        if np.isfinite(x):
+            v[k] = x
+            k += 1
+    if k < 5:
+        return np.nan
+    for i in range(2, k - 2):
+        d[i - 2] = abs(2.0 * v[i] - v[i - 2] - v[i + 2])
+    return median_inplace(d, k - 4)
+
+
+@inline
+def _noise(t, h, w, v, d, meds):
+    # noise3 of a tile of h rows of w values (t: its values in order), 0.0 when none
+    good = 0
+    for r in range(h):
+        m = _row_median(t, r * w, w, v, d)
+        if not np.isnan(m):
+            meds[good] = m
+            good += 1
+    if good == 0 and h > 1:  # rows too short on their own: joined into one, as cfitsio does
+        m = _row_median(t, 0, h * w, v, d)
+        if not np.isnan(m):
+            meds[0] = m
+            good = 1
+    if good == 0:
+        return 0.0
+    return 0.6052697 * median_inplace(meds, good)
+
+
+@inline
+def noise_of(t, h, w):
+    """noise3 of a tile of ``h`` rows of ``w`` float64 values (``t``, 1-D)."""
+    v, d = np.empty(h * w, np.float64), np.empty(h * w, np.float64)
+    return _noise(t, h, w, v, d, np.empty(h, np.float64))
+
+
+@inline
+def _scaling(t, n, h, w, level, v, d, meds):
+    # (ok, ZSCALE, ZZERO): ok False when the tile must be stored exactly
+    lo, hi, count = np.inf, -np.inf, 0
+    for i in range(n):
+        x = np.float64(t[i])
+        if not np.isnan(x):
+            lo, hi, count = min(lo, x), max(hi, x), count + 1
+    if count == 0:
+        return True, 1.0, 0.0  # all NaN: every level is ZBLANK, any scale will do
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return False, 0.0, 0.0
+    delta = -level if level < 0 else _noise(t, h, w, v, d, meds) / level
+    if not delta > 0 or (hi - lo) / delta > _LIMIT:
+        return False, 0.0, 0.0
+    return True, delta, (lo + hi) / 2
+
+
+@inline
+def _store(q, n, kind, blocksize, out, pos):
+    # the levels q[:n] into out at pos, as the tile's algorithm wants them; the new end
+    if kind == 0:
+        return encode_into(q[:n], out, pos, blocksize, 4)
+    for i in range(n):
+        u = np.uint32(q[i])
+        if kind == 1:
+            for b in range(4):
+                out[pos + 4 * i + b] = np.uint8((u >> np.uint32(24 - 8 * b)) & np.uint32(255))
+        elif kind == 2:
+            for b in range(4):
+                out[pos + b * n + i] = np.uint8((u >> np.uint32(24 - 8 * b)) & np.uint32(255))
+        else:
+            for b in range(4):
+                out[pos + 4 * i + b] = np.uint8((u >> np.uint32(8 * b)) & np.uint32(255))
+    return pos + 4 * n
+
+
+@inline
+def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts):
+    # ip: tile rows, tile columns, first tile, kind, Rice block size, dither method, ZDITHER0
+    ty, tx, start, kind, blocksize = ip[0], ip[1], ip[2], ip[3], ip[4]
+    method, dither0 = ip[5], ip[6]
+    planes, ny, nx = x.shape
+    gy, gx = -(-ny // ty), -(-nx // tx)
+    ntiles = planes * gy * gx
+    t = np.empty(ty * tx, x.dtype)
+    q = np.empty(ty * tx, np.int32)
+    v, d = np.empty(ty * tx, np.float64), np.empty(ty * tx, np.float64)
+    meds = np.empty(ty, np.float64)
+    bound = 5 * ty * tx + 64  # RICE_1 of 32-bit levels, every block raw, and the raw forms
+    for k in range(start, ntiles):
+        if pos + bound > out.size:
+            return k, pos, False
+        p, rest = k // (gy * gx), k % (gy * gx)
+        y0, x0 = (rest // gx) * ty, (rest % gx) * tx
+        h, w = min(ty, ny - y0), min(tx, nx - x0)
+        n = h * w
+        for r in range(h):
+            for c in range(w):
+                t[r * w + c] = x[p, y0 + r, x0 + c]
+        ok, s, z = _scaling(t, n, h, w, level, v, d, meds)
+        if not ok:
+            return k, pos, True
+        iseed = (rows[k] + dither0 - 1) % _N_RANDOM
+        dither_into(t[:n], q[:n], s, z, method, iseed, values, starts)
+        end = _store(q, n, kind, blocksize, out, pos)
+        sizes[k], scale[k], zero[k] = end - pos, s, z
+        pos = end
+    return ntiles, pos, False
+
+
+def quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts):
+    """Run the kernel (see the module); ``(next tile, end of out, next tile is exact)``."""
+    return _kernel(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts)
+
+
+_kernel = entry(_quantise_tiles)
