@@ -115,3 +115,34 @@ def test_hdu_method_and_package_names_draw_the_same_figures(cube_path):
     assert fig.__class__.__name__ == "Figure"
     assert dfits.jupyter.quicklook is quicklook  # the function, not the module
     assert dfits.jupyter.plot_channel_maps is plot_channel_maps
+
+
+def test_decimation_shows_at_most_shown_pixels_per_image_axis():
+    from dfits.jupyter.decimate import SHOWN
+
+    assert decimation((8192, 8192), 2) == (1, 1)  # 128 MiB: within the byte budget
+    assert decimation((8192, 8192), 2, shown=SHOWN) == (16, 16)
+    # the display bound thins the image plane only, never the channels
+    assert decimation((16, 2048, 2048), 4, shown=SHOWN) == (1, 4, 4)
+    # nor leaves an axis fewer than its 32 kept samples: a long thin image stays whole
+    assert decimation((40, 20000), 4, shown=SHOWN) == (1, 1)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "rice"])
+def test_quicklook_of_a_large_image_shows_its_decimated_values(tmp_path, compressed):
+    # 1100 x 1300 pixels within the byte budget, but more than a figure shows: read ::4
+    from astropy.io import fits
+
+    data = np.random.default_rng(1).normal(1000, 30, (1100, 1300)).astype(np.int16)
+    path = tmp_path / "big.fits"
+    if compressed:
+        hdus = [fits.PrimaryHDU(), fits.CompImageHDU(data, compression_type="RICE_1")]
+        fits.HDUList(hdus).writeto(path)
+    else:
+        fits.writeto(path, data)
+    with dfits.open(path) as f:
+        fig = f[-1].quicklook()
+    image = fig.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(image, data[::4, ::4])
+    assert any("section[::4, ::4]" in t.get_text() for t in fig.texts)
+    _check_png(fig, tmp_path / "big.png")

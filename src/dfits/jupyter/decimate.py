@@ -11,16 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["DECODE", "MAX_BYTES", "PAGE", "decimation", "decoded_bytes", "remote_bytes",
-           "touched_bytes"]  # fmt: skip
+__all__ = ["DECODE", "MAX_BYTES", "PAGE", "SHOWN", "decimation", "decoded_bytes",
+           "remote_bytes", "touched_bytes"]  # fmt: skip
 
 PAGE = 4096
 MAX_BYTES = 256 * 2**20
 #: a decoded byte of a compressed tile costs about this many bytes read from a plain file's
 #: pages (Rice: ~4 ns per int16 pixel, dequantising floats ~1-2 ns more, against ~0.15 ns
-#: per mapped byte summed): with the 256 MiB budget an 8k x 8k int16 image is read ``::8``,
-#: decoding an eighth of its row tiles
+#: per mapped byte summed): with the 256 MiB budget an 8k x 8k int16 image could be read
+#: ``::8``, decoding an eighth of its row tiles (:data:`SHOWN` makes it ``::16``)
 DECODE = 16
+#: samples per image axis a quick-look figure shows at most: its image panel is about 400
+#: device pixels wide at 100 dpi, and every sample beyond is read (decoded), colour-mapped
+#: and resampled away for nothing, twice per PNG Jupyter makes (the tight bounding box
+#: draws the figure once more)
+SHOWN = 512
 
 
 def touched_bytes(
@@ -84,12 +89,15 @@ def decimation(
     remote: bool = False,
     keep: tuple[int, ...] | None = None,
     cost: Callable[[tuple[int, ...]], int] | None = None,
+    shown: int | None = None,
 ) -> tuple[int, ...]:
-    """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``.
+    """Strides per axis such that reading ``array[::s0, ::s1, ...]`` touches ≤ ``max_bytes``
+    and, given ``shown``, leaves at most ``shown`` samples on each image axis (the last two).
 
     Greedy: doubles the stride of the spectral axis, or of both image axes at once (square
     pixels), whichever saves the most bytes, never leaving fewer than ``keep[i]`` samples on
-    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains. ``cost``:
+    axis ``i`` (default 8 channels, 32 pixels) unless no other choice remains; once within
+    ``max_bytes``, only the image axes' stride doubles, until ``shown`` holds. ``cost``:
     bytes touched by given strides, when ``shape`` is not the file's C-ordered array (a view
     of some of its axes); by default :func:`touched_bytes` or :func:`remote_bytes`.
 
@@ -98,6 +106,8 @@ def decimation(
     >>> s = decimation((512, 4096, 4096), 4)
     >>> touched_bytes((512, 4096, 4096), 4, s) <= 256 * 2**20
     True
+    >>> decimation((16, 2048, 2048), 4), decimation((16, 2048, 2048), 4, shown=512)
+    ((1, 1, 1), (1, 4, 4))
     """
     shape = tuple(int(n) for n in shape)
     if keep is None:
@@ -113,13 +123,20 @@ def decimation(
     # moves: double one leading (spectral) axis, or both image axes together so pixels
     # stay square
     nd = len(shape)
-    moves = [(ax,) for ax in range(max(0, nd - 2))] + ([tuple(range(max(0, nd - 2), nd))])
-    show = (128,) * max(0, nd - 2) + (512,) * min(nd, 2)
+    plane = tuple(range(max(0, nd - 2), nd))
+    moves = [(ax,) for ax in range(max(0, nd - 2))] + [plane]
+    show = (128,) * max(0, nd - 2) + (SHOWN,) * min(nd, 2)
+
+    def wide(steps: tuple[int, ...]) -> bool:
+        return shown is not None and any(-(-shape[ax] // steps[ax]) > shown for ax in plane)
+
     steps = (1,) * nd
     for strict in (True, False):
-        while cost(steps) > max_bytes:
+        # the display bound never costs an axis its ``keep`` samples (a long thin image
+        # stays whole): only the strict pass enforces it
+        while (costly := cost(steps) > max_bytes) or (strict and wide(steps)):
             best = None
-            for move in moves:
+            for move in moves if costly else [plane]:
                 if all(steps[ax] >= shape[ax] for ax in move):
                     continue
                 if strict and any(-(-shape[ax] // (steps[ax] * 2)) < keep[ax] for ax in move):

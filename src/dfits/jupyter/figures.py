@@ -25,11 +25,13 @@ from dfits.jupyter.axes import Axes, view_axes
 from dfits.jupyter.decimate import (
     DECODE,
     MAX_BYTES,
+    SHOWN,
     decimation,
     decoded_bytes,
     remote_bytes,
     touched_bytes,
 )
+from dfits.jupyter.panels import figure, quicklook_panels
 
 __all__ = ["decimation", "plot_channel_maps", "quicklook", "touched_bytes"]
 
@@ -99,23 +101,16 @@ def _celestial_wcs(header: Any, steps: tuple[int, int], axes: Axes) -> Any:
         return None
 
 
-def _figure(figsize: tuple[float, float]) -> Any:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def _image_axes(fig: Any, spec: Any, wcs: Any) -> Any:
+    """Image axes at ``spec``: a rectangle (a list) or a subplot's (nrows, ncols, index)."""
+    add = fig.add_axes if isinstance(spec, list) else fig.add_subplot
     args = spec if isinstance(spec, tuple) else (spec,)
     if wcs is None:
-        ax = fig.add_subplot(*args)
+        ax = add(*args)
         ax.set_xlabel("x [pixel]")
         ax.set_ylabel("y [pixel]")
         return ax
-    ax = fig.add_subplot(*args, projection=wcs)
+    ax = add(*args, projection=wcs)
     ax.coords[0].set_axislabel(str(wcs.wcs.ctype[0]).split("-")[0] or "lon")
     ax.coords[1].set_axislabel(str(wcs.wcs.ctype[1]).split("-")[0] or "lat")
     return ax
@@ -167,7 +162,7 @@ def _plan(hdu: Any, full: bool, max_bytes: int) -> tuple[Axes, tuple[int, ...], 
             return remote_bytes(shape, itemsize, tuple(by_axis[a] for a in kept))
         return touched_bytes(axes.shape, itemsize, axes.file_steps(steps))
 
-    steps = decimation(tail, itemsize, max_bytes, remote=remote, cost=cost)
+    steps = decimation(tail, itemsize, max_bytes, remote=remote, cost=cost, shown=SHOWN)
     if steps == (1,) * len(tail):
         return axes, steps, f"full resolution: read {_mib(total)}"
     stride = "×".join(str(s) for s in steps)
@@ -224,26 +219,24 @@ def quicklook(
     name = f"HDU {hdu.index} {hdu.name}".strip()
     if axes.fixed and spectrum is None:
         name += f" [plane {', '.join('0' for _ in axes.fixed)}]"
-    fig = _figure((6.0, 5.4) if spectrum is None else (11.0, 4.8))
-    grid = fig.add_gridspec(
-        1, 1 if spectrum is None else 2, width_ratios=(1.0, 1.2)[: 1 + (spectrum is not None)]
-    )
-    ax = _image_axes(fig, grid[0, 0], wcs)
+    fig, panels = quicklook_panels(image.shape, spectrum is not None)
+    ax = _image_axes(fig, panels.image, wcs)
     vmin, vmax = _limits(image)
     im = ax.imshow(masked(image), origin="lower", cmap="viridis", vmin=vmin, vmax=vmax)
     draw_beam(ax, header, wcs)
-    if spectrum is None:
-        fig.colorbar(im, ax=ax, label=bunit or "value [no BUNIT]")
-        ax.set_title(name)
-    else:
+    title, label = name, bunit or "value [no BUNIT]"
+    if spectrum is not None:
         # Σ I·Δν as .fits.moment(0): unit BUNIT × the spectral axis' unit
         unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
-        fig.colorbar(im, ax=ax, label=f"moment 0: Σ I·Δv [{unit}]")
-        ax.set_title(f"{name}: moment 0")
+        title, label = f"{name}: moment 0", f"moment 0: Σ I·Δv [{unit}]"
+    ax.set_title(title)
+    # labelled as matplotlib labels the colour bars it places itself
+    fig.colorbar(im, cax=fig.add_axes(panels.bar, label="<colorbar>"), label=label)
+    if spectrum is not None:
         x, label = _axis_values(header, fits_axis, axes.tail[0], steps[0])
         if spectral is not None:
             x, label = np.asarray(spectral[0])[:: steps[0]], spectral[1]
-        _spectrum_panel(fig.add_subplot(grid[0, 1]), x, label, spectrum, bunit)
+        _spectrum_panel(fig.add_axes(panels.spectrum), x, label, spectrum, bunit)
     fig.text(0.005, 0.005, note, fontsize=7, alpha=0.7, ha="left", va="bottom")
     return fig
 
@@ -336,7 +329,7 @@ def plot_channel_maps(
     values, label = spectral or _axis_values(header, fits_axis, axes.tail[0])
     ncols = ncols or math.ceil(math.sqrt(len(maps)))
     nrows = math.ceil(len(maps) / ncols)
-    fig = _figure((2.6 * ncols + 0.8, 2.6 * nrows + 0.4))
+    fig = figure((2.6 * ncols + 0.8, 2.6 * nrows + 0.4))
     stack = np.stack([np.asarray(m, dtype=np.float64) for m in maps])
     vmin, vmax = _limits(stack)
     wcs = _celestial_wcs(header, steps[-2:], axes)
