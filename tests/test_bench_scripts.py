@@ -592,3 +592,34 @@ def test_cold_phases_one_shot_runs_every_tool_of_every_case(tmp_path):
     assert set(res) == {"image", "table", "info", "stats"}
     assert set(res["image"]) == {"dfits", "astropy", "fitsio", "dfits-eager"}
     assert all(v > 0 for times in res.values() for v in times.values())
+
+
+@pytest.mark.parametrize("tile", ["rows", "16"])
+def test_rice_decode_tools_decode_every_tile_as_written(tmp_path, tile):
+    rice = _script("rice_decode")
+    path = rice.write_file(tmp_path, 64, tile)
+    got = {tool: [rice.run_one(tool, path, path)] for tool in rice.TOOLS}
+    for tool, (res,) in got.items():
+        assert res["tiles"] == (64 if tile == "rows" else 16), tool
+        assert all(res[c]["ok"] and res[c]["s"] > 0 for c in rice.CASES), (tool, res)
+    rows = {(case, tool): text for case, tool, text in rice.rows(got, {})}
+    assert "x imagecodecs" in rows["into", "dfits"]
+    assert all(text.endswith(", ok") for text in rows.values()), rows
+
+
+def test_quicklook_script_times_the_figure_and_the_sum(tmp_path):
+    pytest.importorskip("IPython")
+    quicklook = _script("quicklook")
+    paths = quicklook.write_files(tmp_path, 96)
+    got = {}
+    for key, path in paths.items():
+        for tool in quicklook.TOOLS:
+            res = quicklook.run_one(tool, path, path)
+            assert res["ok"], (key, tool, res)
+            assert res["s"] > 0
+            got[key, tool] = [res]
+    assert got["int16", "quicklook"][0]["png"] > 0
+    text = quicklook.report(got)
+    assert "- int16: quicklook takes" in text
+    assert "- dither2: quicklook takes" in text
+    assert "DIFFERS" not in text

@@ -22,13 +22,15 @@ def test_panels_fit_the_figure_and_the_image(shape, cube):
     width, height = fig.get_size_inches()
     rects = [p.image, p.bar] + ([p.spectrum] if cube else [])
     for x, y, w, h in rects:
-        assert 0 <= x and x + w <= 1 and 0 <= y and y + h <= 1
+        assert min(x, y) >= 0
+        assert max(x + w, y + h) <= 1
     x, y, w, h = p.image
     # the image panel has the image's aspect: imshow fills it, the colour bar matches it
     assert h * height / (w * width) == pytest.approx(shape[0] / shape[1])
     bx, by, bw, bh = p.bar
     assert bx > x + w
-    assert bh >= h - 1e-12 and by <= y + 1e-12 and by + bh >= y + h - 1e-12
+    assert by <= y + 1e-12  # as tall as the image panel, or taller, centred on it
+    assert by + bh >= y + h - 1e-12
     assert (p.spectrum is not None) == cube
     if cube:
         assert p.spectrum[0] > bx + bw
