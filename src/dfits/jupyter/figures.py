@@ -229,7 +229,9 @@ def quicklook(
         # Σ I·Δν as .fits.moment(0): unit BUNIT × the spectral axis' unit
         unit = " ".join(u for u in (bunit, wunit) if u) or "no BUNIT, per channel"
         title, label = f"{name}: moment 0", f"moment 0: Σ I·Δv [{unit}]"
-    ax.set_title(title)
+    # y=1.0: placed, not lifted above top tick labels (there are none) after measuring every
+    # tick label on each draw (~10 ms of the PNG Jupyter makes)
+    ax.set_title(title, y=1.0)
     # labelled as matplotlib labels the colour bars it places itself
     fig.colorbar(im, cax=fig.add_axes(panels.bar, label="<colorbar>"), label=label)
     if spectrum is not None:
@@ -245,8 +247,10 @@ def _spectrum_panel(sp: Any, x: Any, label: str, spectrum: Any, bunit: str) -> N
     sp.plot(x, spectrum, drawstyle="steps-mid", lw=1.0)
     sp.set_xlabel(label)
     sp.set_ylabel(f"mean [{bunit}]" if bunit else "mean [no BUNIT]")
-    sp.set_title("integrated spectrum (spatial mean)")
+    sp.set_title("integrated spectrum (spatial mean)", y=1.0)
     sp.ticklabel_format(axis="x", useOffset=False)
+    # channel values with many digits (GHz): five labels that do not run into each other
+    sp.locator_params(axis="x", nbins=5)
     sp.grid(alpha=0.3)
 
 

@@ -23,7 +23,7 @@ BAR_GAP, BAR, BAR_LABELS = 0.15, 0.2, 0.95
 #: the quick look's figure sizes (inches): an image alone, and a cube's (image + spectrum)
 SIZES = {False: (6.0, 5.4), True: (11.0, 4.8)}
 #: where a cube's spectrum panel starts and its margin on the right (inches)
-SPECTRUM, RIGHT = 7.0, 0.45
+SPECTRUM, RIGHT = 6.9, 0.4
 
 
 def figure(figsize: tuple[float, float], layout: str | None = "constrained") -> Any:
@@ -89,7 +89,7 @@ def quicklook_panels(shape: tuple[int, int], cube: bool) -> tuple[Any, Panels]:
     True
     """
     width, height = SIZES[cube]
-    right = (SPECTRUM - 0.9 if cube else width) - BAR_GAP - BAR - BAR_LABELS
+    right = (SPECTRUM - 0.8 if cube else width) - BAR_GAP - BAR - BAR_LABELS
     room_w, room_h = right - LEFT, height - BOTTOM - TOP
     rows, cols = max(shape[0], 1), max(shape[1], 1)
     w = min(room_w, room_h * cols / rows)
