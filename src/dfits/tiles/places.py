@@ -32,6 +32,7 @@ __all__ = [
     "lookup_rows",
     "read_ranges",
     "rice_batches",
+    "side_by_side",
     "tile_rows",
 ]
 
@@ -114,11 +115,15 @@ def lookup_rows(
 
 
 def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The heap bytes of ``spans`` (bytes, offset) in one buffer, and where each starts
-    in it: spans closer than the gap are read together, so consecutive tiles are one
-    read and, in the common case, one buffer without a copy."""
-    if len(spans) <= _FEW:
-        groups = _near_groups(spans.tolist())
+    """The heap bytes of ``spans`` (bytes, offset) in one read-only buffer, and where each
+    starts in it: spans closer than the gap are read together, so consecutive tiles are one
+    read and, in the common case, one buffer without a copy. (Read-only either way: Numba
+    types a writable array apart, and a stamp of two heap runs after one of one would load a
+    second decoder signature.)"""
+    if len(spans) <= _FEW:  # a stamp's few tiles: Python, where numpy's calls cost more
+        listed = spans.tolist()
+        groups = _near_groups(listed)
+        offsets = [offset for _, offset in listed]
     else:
         counts, offsets = spans[:, 0], spans[:, 1]
         order = np.argsort(offsets, kind="stable")
@@ -126,23 +131,21 @@ def fetch_spans(source: Any, heap_offset: int, spans: np.ndarray) -> tuple[np.nd
         ends = np.maximum.accumulate(stop)
         cut = np.flatnonzero(first[1:] > ends[:-1] + GAP) + 1
         groups = [
-            (order[g].tolist(), int(first[g[0]]), int(ends[g[-1]]))
+            (order[g], int(first[g[0]]), int(ends[g[-1]]))
             for g in np.split(np.arange(len(order)), cut)
         ]
-    ranges = [(heap_offset + a, heap_offset + b) for _, a, b in groups]
-    blobs = [np.frombuffer(b, np.uint8) for b in read_ranges(source, ranges)]
+    raw = read_ranges(source, [(heap_offset + a, heap_offset + b) for _, a, b in groups])
     starts = np.empty(len(spans), np.int64)
     base = 0
-    for (members, a, _), buf in zip(groups, blobs, strict=True):
-        starts[members] = spans[members, 1] + (base - a)
-        base += len(buf)
-    if len(blobs) > 1:
-        blob = np.concatenate(blobs)
-        # read-only, as one read's bytes are: Numba types a writable array apart, so a
-        # stamp of two heap runs after one of one would load a second decoder signature
-        blob.flags.writeable = False
-    else:
-        blob = blobs[0]
+    for (members, a, _), got in zip(groups, raw, strict=True):
+        if isinstance(members, list):
+            for k in members:
+                starts[k] = offsets[k] - a + base
+        else:
+            starts[members] = offsets[members] + (base - a)
+        base += len(got)
+    one = len(raw) == 1 and isinstance(raw[0], bytes)  # a bytearray's buffer is writable
+    blob = np.frombuffer(raw[0] if one else b"".join(raw), np.uint8)
     return blob, starts
 
 
@@ -293,3 +296,27 @@ def in_order(group: tuple, counts: tuple[int, ...], stored: np.dtype) -> bool:
     starts = np.ravel_multi_index(tuple(firsts.T), counts)
     sizes = shapes.prod(axis=1)
     return bool(starts[0] == 0 and (starts[1:] == np.cumsum(sizes)[:-1]).all())
+
+
+def side_by_side(group: tuple, tile: tuple[int, ...], counts: tuple[int, ...]) -> np.ndarray | None:
+    """A group's cover (``counts``) as one array, when its packed integers are stored
+    values of whole tiles of the nominal ``tile`` shape, none cut by the image's edge: a
+    reshape and a transpose of the packed tiles, one copy (for a stamp's few tiles this
+    costs less than a placing kernel's call). None otherwise.
+
+    Examples
+    --------
+    >>> packed = np.arange(8, dtype=np.int16)  # two 2 x 2 tiles, side by side
+    >>> side_by_side((packed, None, None, None), (2, 2), (2, 4))
+    array([[0, 1, 4, 5],
+           [2, 3, 6, 7]], dtype=int16)
+    """
+    packed, quant = group[0], group[3]
+    if quant is not None or any(c % t for c, t in zip(counts, tile, strict=True)):
+        return None
+    if packed.size != math.prod(counts):
+        return None
+    grid = [c // t for c, t in zip(counts, tile, strict=True)]
+    n = len(tile)
+    axes = [a for d in range(n) for a in (d, n + d)]  # each grid axis before its tile axis
+    return packed.reshape(*grid, *tile).transpose(axes).reshape(counts)

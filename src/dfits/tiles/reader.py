@@ -39,6 +39,7 @@ from dfits.tiles.places import (
     lookup_rows,
     read_ranges,
     rice_batches,
+    side_by_side,
     tile_rows,
 )
 from dfits.tiles.quantised import QuantisedTiles
@@ -114,6 +115,10 @@ class TileReader:
             # chunk no copy at all
             out = group[0].reshape(extent(cover))
             out = out if cover == region else out[cut].copy()
+        elif group is not None and cover != region and group[0].dtype == stored and (
+            whole := side_by_side(group, self.tiles.tile, extent(cover))
+        ) is not None:
+            out = whole[cut].copy()  # a stamp's cover of whole tiles: no placing pass
         elif group is not None:
             from dfits.kernels import tilegroup
 
