@@ -51,8 +51,20 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import rice_decode  # a sibling script: the int16 image's writer
+
+def _sibling(name: str) -> Any:
+    """The sibling script ``<name>.py``, loaded without adding this folder to ``sys.path``."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_{name}_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the int16 image's writer and the peak RSS reader
+rice_decode = _sibling("rice_decode")
 
 SIDES = {"full": 8192, "small": 2048, "tiny": 128}
 #: the side of the images each process warms up on: large enough to be read decimated, so
