@@ -29,7 +29,8 @@ Tools:
     ``kernels.rice.rice_decode`` (its public wrapper, fresh; what ``kernels.codecs`` calls);
 ``dfits-group``
     one ``kernels.tilegroup.rice_group`` call per group of tiles, the groups as the tile reader
-    makes them (``tiles.places.BATCH`` bytes of compressed tiles each);
+    makes them (each chunk of ``hdu.data``'s default plan, in ``tiles.places.BATCH`` bytes of
+    compressed tiles at most);
 ``imagecodecs``
     ``imagecodecs.rcomp_decode`` per tile (cfitsio's ``fits_rdecomp``), with ``out=`` (into)
     or without (fresh).
@@ -117,24 +118,34 @@ def load(path: Path) -> dict[str, Any]:
         tiles = reader.tiles
         spans = reader.descriptors.spans["COMPRESSED_DATA"]
         heap_offset = reader.heap_offset
+        chunks = f[1].data.chunks  # the default plan: the reader decodes a chunk at a time
     counts, starts = spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64)
     heap = np.fromfile(path, np.uint8, count=int((starts + counts).max()), offset=heap_offset)
     rows = np.arange(tiles.nrows)
     lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * np.array(tiles.tile)
     hi = np.minimum(lo + np.array(tiles.tile), np.array(tiles.shape))
     npix = (hi - lo).prod(axis=1).astype(np.int64)
-    return {"heap": heap, "starts": starts, "counts": counts, "npix": npix,
+    # each chunk's first tile, where chunks span whole rows of tiles (else: one chunk)
+    firsts = [0]
+    if len(chunks) == 2 and len(chunks[1]) == 1:
+        rows_at = np.cumsum((0, *chunks[0][:-1]))
+        firsts = (rows_at // tiles.tile[0] * tiles.grid[1]).tolist()
+    return {"heap": heap, "starts": starts, "counts": counts, "npix": npix, "chunks": firsts,
             "blocksize": tiles.blocksize, "bytepix": tiles.bytepix}  # fmt: skip
 
 
 def groups(tiles: dict[str, Any]) -> list[tuple[int, int]]:
-    """Tile ranges ``[a, b)`` decoded by one call, cut as ``tiles.places.batches`` cuts a
-    chunk's tiles: every :data:`~dfits.tiles.places.BATCH` bytes of compressed data."""
+    """Tile ranges ``[a, b)`` decoded by one call, as the reader cuts them: each chunk of the
+    default plan, cut as ``tiles.places.batches`` cuts a chunk's tiles (every
+    :data:`~dfits.tiles.places.BATCH` bytes of compressed data)."""
     from dfits.tiles.places import BATCH
 
-    ends = np.cumsum(tiles["counts"])
-    cuts = np.flatnonzero(np.diff(ends // BATCH)) + 1
-    return list(itertools.pairwise([0, *cuts.tolist(), len(ends)]))
+    out = []
+    for a, b in itertools.pairwise([*tiles["chunks"], len(tiles["counts"])]):
+        ends = np.cumsum(tiles["counts"][a:b])
+        cuts = (np.flatnonzero(np.diff(ends // BATCH)) + 1 + a).tolist()
+        out += itertools.pairwise([a, *cuts, b])
+    return out
 
 
 def decoder(tool: str, case: str, tiles: dict[str, Any]):
