@@ -155,6 +155,17 @@ def test_a_section_loads_numba_but_not_dask(mixed_file: Path) -> None:
     assert set(loaded_after(script)) <= {"numba", "llvmlite", "scipy"}
 
 
+def test_a_compressed_stamp_loads_numba_but_not_dask(mixed_file: Path) -> None:
+    script = f"""
+    import numpy as np, dfits
+    f = dfits.open({str(mixed_file)!r})
+    want = np.arange(64 * 64, dtype=np.int16).reshape(64, 64)[10:30, 5:40]
+    assert (f["TILES"].section[10:30, 5:40] == want).all()
+    """
+    # the tiles' Rice decoder is a kernel; numba itself imports scipy when it is installed
+    assert set(loaded_after(script)) <= {"numba", "llvmlite", "scipy"}
+
+
 #: what the eager route (dfits.array.eager) must never load: dask.array (and, through it,
 #: xarray, pandas, pyarrow) and distributed; numba loads for the kernels, dask for its config
 NOT_EAGER = ["dask.array", "distributed", "xarray", "pandas", "pyarrow", "matplotlib"]
