@@ -118,7 +118,9 @@ def load(path: Path) -> dict[str, Any]:
         tiles = reader.tiles
         spans = reader.descriptors.spans["COMPRESSED_DATA"]
         heap_offset = reader.heap_offset
-        chunks = f[1].data.chunks  # the default plan: the reader decodes a chunk at a time
+        # hdu.data's default plan (the reader decodes a chunk at a time), without building
+        # the dask array: dask.array's import would sit in every tool's peak RSS
+        chunks = f[1]._plan(False)[1]
     counts, starts = spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64)
     heap = np.fromfile(path, np.uint8, count=int((starts + counts).max()), offset=heap_offset)
     rows = np.arange(tiles.nrows)
