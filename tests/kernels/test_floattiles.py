@@ -8,6 +8,7 @@ import pytest
 
 from dfits.format.imagehdu import parse_storage
 from dfits.format.ztable import parse_compression
+from dfits.kernels.floattiles import fast_median, median_inplace
 from dfits.kernels.tileencode import encode_block, encode_tile, noise3, tile_regions
 
 
@@ -87,3 +88,24 @@ def test_block_equals_tiles_one_by_one(algorithm, tile, buffer):
     assert heap == expect
     if algorithm != "HCOMPRESS_1":  # its 16-row tiles hold no constant nor infinite one
         assert any(s[1] for s in sizes)  # the exact tiles were met
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 511, 512, 513, 1000, 4092, 4093])
+@pytest.mark.parametrize("kind", ["normal", "sorted", "reversed", "ties", "constant", "inf"])
+def test_fast_median_is_numpys_median(n, kind):
+    rng = np.random.default_rng(n)
+    a = np.abs(rng.normal(0, 3, n))
+    if kind == "sorted":
+        a.sort()
+    elif kind == "reversed":
+        a = np.sort(a)[::-1].copy()
+    elif kind == "ties":
+        a = np.round(a)
+    elif kind == "constant":
+        a[:] = 2.5
+    elif kind == "inf":
+        a[::7] = np.inf
+    want = float(np.median(a))
+    got = fast_median(a.copy(), n, np.empty(n), np.empty(256))
+    assert got == want
+    assert median_inplace(a.copy(), n) == want

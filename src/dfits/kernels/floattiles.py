@@ -30,11 +30,13 @@ from dfits.kernels._cache import entry
 from dfits.kernels._compile import inline
 from dfits.kernels.riceencode import encode_into
 
-__all__ = ["dither_into", "median_inplace", "noise_of", "quantise_tiles"]
+__all__ = ["dither_into", "fast_median", "median_inplace", "noise_of", "quantise_tiles"]
 
 _N_RANDOM = 10000
 _RESERVED = 10  # integers at the bottom of int32 kept for NULL_VALUE, ZERO_VALUE and others
 _LIMIT = 2.0 * (2147483647 - _RESERVED) - 4.0  # widest range of levels that fits
+_SAMPLE = 256  # values sampled to bracket a median (fast_median)
+_BRACKET = 24  # ranks either side of the sample's middle: 3 sigma of the median's rank in it
 
 
 @inline
@@ -98,11 +100,10 @@ def _select(a, lo, hi, k):
 
 
 @inline
-def median_inplace(a, n):
-    """numpy's median of ``a[:n]`` (no NaN; n > 0), reordering it."""
-    k = (n - 1) // 2
+def _median_ranks(a, n, k, even):
+    # numpy's median of a[:n] whose middle ranks are k (and k + 1 when even), reordering it
     low = _select(a, 0, n - 1, k)
-    if n % 2:
+    if not even:
         return low
     high = a[k + 1]
     for i in range(k + 2, n):  # right of k, all >= a[k]: the next order statistic
@@ -111,7 +112,40 @@ def median_inplace(a, n):
 
 
 @inline
-def _row_median(t, start, n, v, d):
+def median_inplace(a, n):
+    """numpy's median of ``a[:n]`` (no NaN; n > 0), reordering it."""
+    return _median_ranks(a, n, (n - 1) // 2, n % 2 == 0)
+
+
+@inline
+def fast_median(a, n, buf, sample):
+    """:func:`median_inplace`, the same value, sooner for long arrays (Floyd and Rivest's
+    idea): two values of a strided sample bracket the middle ranks, one branch-free pass
+    keeps what lies between them in ``buf`` (``n`` long) and counts what lies below, and the
+    selection runs on those few; when the bracket misses, on all of ``a``."""
+    m = sample.size
+    if n < 2 * m:
+        return median_inplace(a, n)
+    step = n // m
+    for i in range(m):
+        sample[i] = a[i * step]
+    # the sample's middle ± 3 standard deviations of its rank (sqrt(m) / 2)
+    lo = _select(sample, 0, m - 1, m // 2 - _BRACKET)
+    hi = _select(sample, 0, m - 1, m // 2 + _BRACKET)
+    below, inside = 0, 0
+    for i in range(n):
+        x = a[i]
+        buf[inside] = x
+        inside += (x >= lo) & (x <= hi)
+        below += x < lo
+    k, even = (n - 1) // 2, n % 2 == 0
+    if below <= k and k + even < below + inside:
+        return _median_ranks(buf, inside, k - below, even)
+    return median_inplace(a, n)
+
+
+@inline
+def _row_median(t, start, n, v, d, sample):
     # median of |2 v[i] - v[i-2] - v[i+2]| over the finite values of t[start:start+n]
     k = 0
     for i in range(start, start + n):
@@ -123,20 +157,20 @@ def _row_median(t, start, n, v, d):
         return np.nan
     for i in range(2, k - 2):
         d[i - 2] = abs(2.0 * v[i] - v[i - 2] - v[i + 2])
-    return median_inplace(d, k - 4)
+    return fast_median(d, k - 4, v, sample)  # v is free again: the bracket's buffer
 
 
 @inline
-def _noise(t, h, w, v, d, meds):
+def _noise(t, h, w, v, d, meds, sample):
     # noise3 of a tile of h rows of w values (t: its values in order), 0.0 when none
     good = 0
     for r in range(h):
-        m = _row_median(t, r * w, w, v, d)
+        m = _row_median(t, r * w, w, v, d, sample)
         if not np.isnan(m):
             meds[good] = m
             good += 1
     if good == 0 and h > 1:  # rows too short on their own: joined into one, as cfitsio does
-        m = _row_median(t, 0, h * w, v, d)
+        m = _row_median(t, 0, h * w, v, d, sample)
         if not np.isnan(m):
             meds[0] = m
             good = 1
@@ -149,11 +183,11 @@ def _noise(t, h, w, v, d, meds):
 def noise_of(t, h, w):
     """noise3 of a tile of ``h`` rows of ``w`` float64 values (``t``, 1-D)."""
     v, d = np.empty(h * w, np.float64), np.empty(h * w, np.float64)
-    return _noise(t, h, w, v, d, np.empty(h, np.float64))
+    return _noise(t, h, w, v, d, np.empty(h, np.float64), np.empty(_SAMPLE, np.float64))
 
 
 @inline
-def _scaling(t, n, h, w, level, v, d, meds):
+def _scaling(t, n, h, w, level, v, d, meds, sample):
     # (ok, ZSCALE, ZZERO): ok False when the tile must be stored exactly
     lo, hi, count = np.inf, -np.inf, 0
     for i in range(n):
@@ -164,7 +198,7 @@ def _scaling(t, n, h, w, level, v, d, meds):
         return True, 1.0, 0.0  # all NaN: every level is ZBLANK, any scale will do
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return False, 0.0, 0.0
-    delta = -level if level < 0 else _noise(t, h, w, v, d, meds) / level
+    delta = -level if level < 0 else _noise(t, h, w, v, d, meds, sample) / level
     if not delta > 0 or (hi - lo) / delta > _LIMIT:
         return False, 0.0, 0.0
     return True, delta, (lo + hi) / 2
@@ -200,7 +234,7 @@ def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, st
     t = np.empty(ty * tx, x.dtype)
     q = np.empty(ty * tx, np.int32)
     v, d = np.empty(ty * tx, np.float64), np.empty(ty * tx, np.float64)
-    meds = np.empty(ty, np.float64)
+    meds, sample = np.empty(ty, np.float64), np.empty(_SAMPLE, np.float64)
     bound = 5 * ty * tx + 64  # RICE_1 of 32-bit levels, every block raw, and the raw forms
     for k in range(start, ntiles):
         if pos + bound > out.size:
@@ -212,7 +246,7 @@ def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, st
         for r in range(h):
             for c in range(w):
                 t[r * w + c] = x[p, y0 + r, x0 + c]
-        ok, s, z = _scaling(t, n, h, w, level, v, d, meds)
+        ok, s, z = _scaling(t, n, h, w, level, v, d, meds, sample)
         if not ok:
             return k, pos, True
         iseed = (rows[k] + dither0 - 1) % _N_RANDOM

@@ -4,20 +4,25 @@ The contract: :func:`write_compressed` checks every image (:func:`~dfits.format.
 parse_compression`, the cards of its table header) before anything is written, rechunks each
 array so that chunk edges fall on tile edges (keeping chunks near their old size), and builds
 a graph of plain delayed calls — create the temporary file, one
-:func:`~dfits.write.tilewriter.write_chunk` per chunk (compressing its tiles to a scratch file,
-returning sizes and sums), one :func:`~dfits.write.tilewriter.assemble`. Memory stays at the chunks
-in flight plus their compressed bytes (at most :data:`~dfits.write.fitswriter.BUFFER` each held
-before they go to disk), and about 40 bytes per tile in the assembly. Works on any scheduler
-whose workers share the filesystem; ``compute=False`` returns the ``Delayed``.
+:func:`~dfits.write.tilewriter.write_chunk` per part of a chunk (:func:`spread_chunks`: views
+of the chunk, so that every thread compresses; each compresses its tiles to a scratch file,
+returning sizes and sums), one :func:`~dfits.write.tilewriter.assemble`. Memory stays at the
+chunks in flight plus a buffer of compressed bytes per thread
+(:data:`~dfits.write.fitswriter.BUFFER`), and about 40 bytes per tile in the assembly. Works
+on any scheduler whose workers share the filesystem; ``compute=False`` returns the
+``Delayed``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from dfits.errors import where
 from dfits.format.imagehdu import image_header, parse_storage
@@ -71,8 +76,15 @@ def _hdus(
         spec = parse_compression(x.shape, storage, what, **options)
         hdus.append(ZHDU(spec, cards=tuple(item.cards), extname=item.extname,
                          checksum=checksum, what=what))  # fmt: skip
-        sizes = spread_chunks(aligned_chunks(x.chunks, spec), spec, x.dtype.itemsize, _threads())
-        arrays.append(x.rechunk(sizes))
+        aligned = aligned_chunks(x.chunks, spec)
+        parts = spread_chunks(aligned, spec, x.dtype.itemsize, _threads())
+        if x.rechunk(aligned).chunks == x.chunks:
+            # chunk edges on tile edges already: the cuts for more tasks are views of the
+            # chunks, taken in the tasks (a dask slice of a chunk would copy it)
+            arrays.append((x, parts))
+        else:
+            # a rechunk copies anyway: straight to the parts, so each copy is one task's
+            arrays.append((x.rechunk(parts), parts))
     return hdus, arrays
 
 
@@ -116,23 +128,51 @@ def _appended(path: str, i: int, item: ImageItem) -> str:
 
 
 def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
-    """One delayed chunk compression per chunk (after ``ready``), grouped by HDU."""
+    """One delayed compression per part of a chunk (after ``ready``), grouped by HDU, in C
+    order of the parts' starts (the heap's order)."""
     from dask import delayed
 
     out: list[list[Any]] = []
-    for i, x in enumerate(arrays):
-        if x is None:
+    for i, item in enumerate(arrays):
+        if item is None:
             out.append([])
             continue
+        x, parts = item
+        cuts = sorted(
+            (sub, block, local)
+            for block, starts, shape in _blocks(x)
+            for sub, local in _parts(starts, shape, parts)
+        )  # fmt: skip
         out.append([
-            delayed(_write, pure=True)(p, i, k, block, starts, ready)
-            for k, (block, starts) in enumerate(x.tasks())
+            delayed(_write, pure=True)(p, i, k, block, starts, local, ready)
+            for k, (starts, block, local) in enumerate(cuts)
         ])  # fmt: skip
     return out
 
 
-def _write(p: ZPlan, hdu: int, chunk: int, values: Any, starts: tuple[int, ...], _ready: bool):
-    return tilewriter.write_chunk(p, hdu, chunk, values, starts)
+def _blocks(x: Any):
+    """``(block, starts, shape)`` of every chunk of ``x``."""
+    sizes = itertools.product(*x.chunks)
+    for (block, starts), shape in zip(x.tasks(), sizes, strict=True):
+        yield block, tuple(starts), tuple(shape)
+
+
+def _parts(starts: tuple[int, ...], shape: tuple[int, ...], parts: tuple[int, ...]):
+    """``(starts, slices within the chunk)`` of the pieces of at most ``parts`` per axis."""
+    ranges = [
+        [(a, min(a + c, n)) for a in range(0, n, c)] for n, c in zip(shape, parts, strict=True)
+    ]
+    for pick in itertools.product(*ranges):
+        local = tuple(slice(a, b) for a, b in pick)
+        yield tuple(s + a for s, (a, _) in zip(starts, pick, strict=True)), local
+
+
+def _write(
+    p: ZPlan, hdu: int, chunk: int, values: Any, starts: tuple[int, ...],
+    local: tuple[slice, ...], _ready: bool,
+):  # fmt: skip
+    # a view of the chunk (decoded once if it is a stored chunk): its part's tiles only
+    return tilewriter.write_chunk(p, hdu, chunk, np.asarray(values)[local], starts)
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
