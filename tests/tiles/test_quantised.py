@@ -34,6 +34,11 @@ def write(path, method: int, tile: tuple[int, int], dtype=np.float32):
 @pytest.fixture
 def counted(monkeypatch):
     """Counts of float chunks written: the tile reader's placements and fused chunks read."""
+    return count_floats(monkeypatch)
+
+
+def count_floats(monkeypatch) -> dict[str, int]:
+    """Counts of ``place_group`` calls and of fused chunks read, kept up to date."""
     calls = {"place": 0, "fetch": 0}
     place, fetch = tilegroup.place_group, quantised.QuantisedTiles.fetch
 
@@ -190,6 +195,23 @@ def _floats_route(monkeypatch):
     monkeypatch.setattr(quantised.QuantisedTiles, "indexed", lambda *a: None)
 
 
+def fused_equals_floats(requests, counted, to_floats) -> tuple:
+    """The results of ``requests()`` computed fused, with no float chunk written, after
+    checking that the float route (``to_floats()`` makes the fused passes decline) gives
+    them bit for bit, dtypes included."""
+    with dask.config.set(scheduler="synchronous"), np.errstate(invalid="ignore"):
+        got = dask.compute(*requests())
+    assert counted == {"place": 0, "fetch": 0}
+    to_floats()
+    with dask.config.set(scheduler="synchronous"), np.errstate(invalid="ignore"):
+        floats = dask.compute(*requests())
+    assert counted["fetch"] > 0
+    for k, (g, f) in enumerate(zip(got, floats, strict=True)):
+        assert np.asarray(g).dtype == np.asarray(f).dtype, k
+        np.testing.assert_array_equal(g, f, err_msg=f"request {k}")
+    return got
+
+
 def _moment_requests(x):
     from dfits.array import reduce, weighted_sums
 
@@ -211,10 +233,12 @@ MOMENT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("method", "tile", "dtype", "chunks"), MOMENT_CASES,
-    ids=[f"q{m}-{t[0]}x{t[1]}-{np.dtype(d).name}-c{c[0]}x{c[1]}" for m, t, d, c in MOMENT_CASES],
-)  # fmt: skip
+MOMENT_IDS = [
+    f"q{m}-{t[0]}x{t[1]}-{np.dtype(d).name}-c{c[0]}x{c[1]}" for m, t, d, c in MOMENT_CASES
+]
+
+
+@pytest.mark.parametrize(("method", "tile", "dtype", "chunks"), MOMENT_CASES, ids=MOMENT_IDS)
 def test_moments_equal_the_float_route_bit_for_bit(
     tmp_path, monkeypatch, counted, method, tile, dtype, chunks
 ):
@@ -272,30 +296,18 @@ def test_cube_moment_maps_and_std_of_quantised_cubes(tmp_path, monkeypatch, coun
 
         return (moment_map(x, 0, v, 0), moment_map(x, 0, v, 1), reduce(x, "nanstd", axis=0))
 
-    with dask.config.set(scheduler="synchronous"):
-        got = dask.compute(*requests())
-    assert counted == {"place": 0, "fetch": 0}
-    _floats_route(monkeypatch)
-    with dask.config.set(scheduler="synchronous"):
-        floats = dask.compute(*requests())
-    for g, f in zip(got, floats, strict=True):
-        np.testing.assert_array_equal(g, f)
+    got = fused_equals_floats(requests, counted, lambda: _floats_route(monkeypatch))
     kept = np.where(np.isnan(want), 0.0, want.astype(np.float64))
     width = np.abs(np.gradient(v))[:, None, None]
     np.testing.assert_allclose(got[0], (kept * width).sum(axis=0), rtol=1e-12)
     np.testing.assert_allclose(got[2], np.nanstd(want.astype(np.float64), axis=0), rtol=1e-6)
 
 
-@pytest.mark.parametrize(
-    "region", [(slice(0, 300), slice(0, 2500)), (slice(3, 297), slice(5, 2490))], ids=str
-)
-def test_block_boundaries_equal_the_float_kernels(tmp_path, region):
-    """Past every block of the kernels' steps (8192-value row blocks, 2048-column tiles,
-    64- and 256-row blocks of the column steps), offset data, a whole chunk and a window:
-    each fused pass equals the float kernel on the dequantised chunk bit for bit."""
+def boundary_tiles(tmp_path, region):
+    """``(tiles, spec, u)``: the quantised tiles of ``region`` of a 300 × 2500 image (rows
+    past the kernels' blocks, offset data, a NaN run), its spec and its dequantised chunk
+    (the stored view the float kernels read)."""
     from astropy.io import fits
-
-    from dfits import kernels
 
     data = (1e4 + np.random.default_rng(5).normal(0, 5, (300, 2500))).astype(np.float32)
     data[7, 100:] = np.nan
@@ -306,6 +318,20 @@ def test_block_boundaries_equal_the_float_kernels(tmp_path, region):
     u = quantised.QuantisedTiles(
         tiles.packed, tiles.shapes, tiles.firsts, tiles.quant, tiles.shape, spec, tiles.origin
     ).fetch()
+    return tiles, spec, u
+
+
+REGIONS = [(slice(0, 300), slice(0, 2500)), (slice(3, 297), slice(5, 2490))]
+
+
+@pytest.mark.parametrize("region", REGIONS, ids=str)
+def test_block_boundaries_equal_the_float_kernels(tmp_path, region):
+    """Past every block of the kernels' steps (8192-value row blocks, 2048-column tiles,
+    64- and 256-row blocks of the column steps), offset data, a whole chunk and a window:
+    each fused pass equals the float kernel on the dequantised chunk bit for bit."""
+    from dfits import kernels
+
+    tiles, spec, u = boundary_tiles(tmp_path, region)
     window = region[0].start > 0  # whole tiles are summed by tilereduce, in its own order
     for axes in ((0, 1), (0,), (1,)):
         for skipna in (False, True):

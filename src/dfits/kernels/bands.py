@@ -41,7 +41,13 @@ from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, params
 from dfits.kernels.rawbands import raw_band_sum, raw_interval
 
-__all__ = ["band_kernels", "band_sum_count"]
+__all__ = [
+    "band_adder",
+    "band_col_loop",
+    "band_kernels",
+    "band_row_loop",
+    "band_sum_count",
+]
 
 
 def band_sum_count(
@@ -121,26 +127,41 @@ def _taker(kind: Kind):
     return take
 
 
-def _band_rows(kind: Kind, counted: bool, summed: bool):
+def _band_block(kind: Kind):
+    """``block(blk, scale, zero, blank, lo, hi)``: ``(sum, count)`` of the values of one
+    block inside ``[lo, hi]``."""
     take = _taker(kind)
 
     @inline
-    def rows(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
-        nrow, length, off, sa = geo
+    def block(blk, scale, zero, blank, lo, hi):
+        s = 0.0
+        c = 0
+        for b in range(blk.size):
+            v, k = take(blk[b], scale, zero, blank, lo, hi)
+            s += v
+            c += k
+        return s, c
+
+    return block
+
+
+def band_row_loop(kind: Kind, counted: bool, summed: bool, read):
+    """``loop(src, nrow, length, scale, zero, blank, lo, hi, out_sum, out_n)``: the row
+    kernel, each row's blocks of at most ``BLOCK`` values from ``b0`` (``read(src, a,
+    length, b0)``) summed and counted, then added with Neumaier compensation. The stored
+    rows and the blocks :mod:`dfits.kernels.tilebands` dequantises run this one loop."""
+    block = _band_block(kind)
+
+    @inline
+    def loop(src, nrow, length, scale, zero, blank, lo, hi, out_sum, out_n):
         for a in range(nrow):
-            ua = base[off + a * sa : off + a * sa + length]
+            # the row's total kept with compensation, its blocks summed with reassociation
             total = 0.0
             comp = 0.0
             n = 0
             for b0 in range(0, length, BLOCK):
-                # a block slice indexed from 0 vectorises (see the row sum in sums.py)
-                blk = ua[b0 : min(b0 + BLOCK, length)]
-                s = 0.0
-                c = 0
-                for b in range(blk.size):
-                    v, k = take(blk[b], scale, zero, blank, lo, hi)
-                    s += v
-                    c += k
+                blk = read(src, a, length, b0)
+                s, c = block(blk, scale, zero, blank, lo, hi)
                 n += c
                 total, comp = neumaier(total, comp, s)
             if summed:
@@ -148,15 +169,37 @@ def _band_rows(kind: Kind, counted: bool, summed: bool):
             if counted:
                 out_n[a] = n
 
+    return loop
+
+
+@inline
+def _stored_block(src, a, length, b0):
+    base, off, sa = src
+    ua = base[off + a * sa : off + a * sa + length]
+    # a block slice indexed from 0 vectorises (see the row sum in sums.py)
+    return ua[b0 : min(b0 + BLOCK, length)]
+
+
+def _band_rows(kind: Kind, counted: bool, summed: bool):
+    loop = band_row_loop(kind, counted, summed, _stored_block)
+
+    @inline
+    def rows(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
+        nrow, length, off, sa = geo
+        loop((base, off, sa), nrow, length, scale, zero, blank, lo, hi, out_sum, out_n)
+
     return entry(rows, kind, counted, summed)
 
 
-def _band_cols(kind: Kind, counted: bool, summed: bool):
-    four, one = _band_steps(_taker(kind), counted, summed)
+def band_col_loop(counted: bool, summed: bool, add_rows):
+    """``loop(src, na, nb, nc, p, out_sum, out_n)``: the column kernel over ``(na, nb, nc)``,
+    column tiles of ``SUM_TILE`` values whose rows ``add_rows(src, a, b0, b1, c0, w, part,
+    cnt, p)`` adds, ``ROWS_PER_TILE`` at a time, into partial sums and counts, the partials
+    added with Neumaier compensation. The stored rows and the rows
+    :mod:`dfits.kernels.tilebands` dequantises run this one loop."""
 
     @inline
-    def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
-        na, nb, nc, off, sa, sb = geo
+    def loop(src, na, nb, nc, p, out_sum, out_n):
         part = np.empty(SUM_TILE)
         comp = np.empty(SUM_TILE)
         total = np.empty(SUM_TILE)
@@ -169,27 +212,8 @@ def _band_cols(kind: Kind, counted: bool, summed: bool):
                 comp[:w] = 0.0
                 cnt[:w] = 0
                 for b0 in range(0, nb, ROWS_PER_TILE):
-                    b1 = min(b0 + ROWS_PER_TILE, nb)
                     part[:w] = 0.0
-                    o = off + a * sa + b0 * sb + c0
-                    first = 0
-                    # four rows per pass, as the column sums read them
-                    while first + 4 <= b1 - b0:
-                        r0, r1, r2, r3 = four_rows(base, o + first * sb, sb, w)
-                        four(r0, r1, r2, r3, w, part, cnt, scale, zero, blank, lo, hi)
-                        first += 4
-                    for b in range(first, b1 - b0):
-                        one(
-                            base[o + b * sb : o + b * sb + w],
-                            w,
-                            part,
-                            cnt,
-                            scale,
-                            zero,
-                            blank,
-                            lo,
-                            hi,
-                        )
+                    add_rows(src, a, b0, min(b0 + ROWS_PER_TILE, nb), c0, w, part, cnt, p)
                     if summed:
                         for c in range(w):
                             total[c], comp[c] = neumaier(total[c], comp[c], part[c])
@@ -199,7 +223,48 @@ def _band_cols(kind: Kind, counted: bool, summed: bool):
                 if counted:
                     out_n[a, c0:c1] = cnt[:w]
 
+    return loop
+
+
+def _band_cols(kind: Kind, counted: bool, summed: bool):
+    add = band_adder(kind, counted, summed)
+
+    @inline
+    def stored_rows(src, a, b0, b1, c0, w, part, cnt, p):
+        base, off, sa, sb = src
+        scale, zero, blank, lo, hi = p
+        add(base, off + a * sa + b0 * sb + c0, sb, b1 - b0, w, part, cnt, scale, zero, blank,
+            lo, hi)  # fmt: skip
+
+    loop = band_col_loop(counted, summed, stored_rows)
+
+    @inline
+    def cols(base, geo, scale, zero, blank, lo, hi, out_sum, out_n):
+        na, nb, nc, off, sa, sb = geo
+        loop((base, off, sa, sb), na, nb, nc, (scale, zero, blank, lo, hi), out_sum, out_n)
+
     return entry(cols, kind, counted, summed)
+
+
+def band_adder(kind: Kind, counted: bool, summed: bool):
+    """``add(base, o, sb, nrows, w, part, cnt, scale, zero, blank, lo, hi)``: ``nrows`` rows
+    of ``w`` values from offset ``o``, ``sb`` apart, their values inside ``[lo, hi]`` added
+    into ``part[:w]`` and counted into ``cnt[:w]``, four rows per pass (as the column sums
+    read them): the column kernel's step, which :mod:`dfits.kernels.tilebands` runs on
+    dequantised tiles."""
+    four, one = _band_steps(_taker(kind), counted, summed)
+
+    @inline
+    def add(base, o, sb, nrows, w, part, cnt, scale, zero, blank, lo, hi):
+        first = 0
+        while first + 4 <= nrows:
+            r0, r1, r2, r3 = four_rows(base, o + first * sb, sb, w)
+            four(r0, r1, r2, r3, w, part, cnt, scale, zero, blank, lo, hi)
+            first += 4
+        for b in range(first, nrows):
+            one(base[o + b * sb : o + b * sb + w], w, part, cnt, scale, zero, blank, lo, hi)
+
+    return add
 
 
 def _band_steps(take, counted: bool, summed: bool):

@@ -26,7 +26,7 @@ from dfits.kernels._loaders import Kind
 from dfits.kernels.dequantize import after_run, dequantised, random_table
 from dfits.kernels.tilegroup import quant_args
 
-__all__ = ["c_view", "fill", "scratch", "tile_map"]
+__all__ = ["c_view", "fill", "fill_rows", "scratch", "tile_map"]
 
 
 def tile_map(packed, shapes, firsts, quant, shape, origin) -> tuple | None:
@@ -114,6 +114,14 @@ def fill(tm, start, m, dst):
             i += seg
             n -= seg
             c += seg
+
+
+@njit(nogil=True, fastmath=False, error_model="numpy")
+def fill_rows(tm, start, stride, r, w, dst):
+    """``dst[k·w : (k + 1)·w]`` = the ``w`` values from C-order position ``start + k·stride``
+    for ``k < r``: a column step's rows, packed ``w`` apart in the scratch."""
+    for k in range(r):
+        fill(tm, start + k * stride, w, dst[k * w : (k + 1) * w])
 
 
 def scratch(kind: Kind, size: int) -> tuple[np.ndarray, np.ndarray]:

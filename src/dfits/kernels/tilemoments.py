@@ -38,10 +38,13 @@ from dfits.kernels.weighted import _weighted_steps
 __all__ = ["tile_moments", "tile_weighted_sums"]
 
 
-def tile_moments(tm: tuple, spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...], skipna):
+def tile_moments(
+    tm: tuple, spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...], skipna, band=None
+):
     """``(n, mean, M2)`` over ``axes`` of the chunk of ``tm``, as
-    :func:`dfits.kernels.moments.moments` gives them for the dequantised chunk; None for
-    axes that need a split view (the caller reads the floats)."""
+    :func:`dfits.kernels.moments.moments` gives them for the dequantised chunk (with a
+    ``band`` ``(lo, hi)``: :func:`~dfits.kernels.moments.band_moments`); None for axes that
+    need a split view (the caller reads the floats)."""
     u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
     kind, scale, zero, blank = params(u, spec)
     layout = layout_for(u, frozenset(axes)) if u.size else None
@@ -49,9 +52,10 @@ def tile_moments(tm: tuple, spec: Spec, shape: tuple[int, ...], axes: tuple[int,
         return None
     form, v = layout
     kept = tuple(n for d, n in enumerate(shape) if d not in axes)
-    every = not (skipna and kind.can_be_missing)
-    rows, cols = _moment_kernels(kind, not every)
-    p = (scale, zero, blank, 0.0, 0.0)
+    banded = band is not None
+    every = not (banded or (skipna and kind.can_be_missing))
+    rows, cols = _moment_kernels(kind, not every, banded)
+    p = (scale, zero, blank, *((0.0, 0.0) if band is None else map(float, band)))
     if form == "rows":
         outs = [np.zeros(kept, np.int64), np.full(kept, np.nan), np.full(kept, np.nan)]
         ub, fb = scratch(kind, MOMENTS_BLOCK)
@@ -72,9 +76,9 @@ def tile_moments(tm: tuple, spec: Spec, shape: tuple[int, ...], axes: tuple[int,
 
 
 @functools.cache
-def _moment_kernels(kind: Kind, check: bool):
+def _moment_kernels(kind: Kind, check: bool, banded: bool):
     """``(rows, cols)``: the moment kernels' loops over blocks that :func:`fill` dequantises."""
-    block, cblock = row_block(kind, check, False), col_block(kind, check, False)
+    block, cblock = row_block(kind, check, banded), col_block(kind, check, banded)
 
     @inline
     def rows(tm, nrow, length, p, out_n, out_mean, out_m2, ub, fb):
@@ -118,7 +122,7 @@ def _moment_kernels(kind: Kind, check: bool):
                         om[k] = np.nan
                         oq[k] = np.nan
 
-    return entry(rows, kind, check), entry(cols, kind, check)
+    return entry(rows, kind, check, banded), entry(cols, kind, check, banded)
 
 
 def tile_weighted_sums(

@@ -33,7 +33,7 @@ from dfits.kernels._loaders import Kind, loaders
 from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, params
 from dfits.kernels.sums import _block_summer, column_adder
-from dfits.kernels.tilefill import c_view, fill, scratch
+from dfits.kernels.tilefill import c_view, fill, fill_rows, scratch
 
 __all__ = ["tile_indexed", "window_extrema", "window_sum_count"]
 
@@ -120,8 +120,7 @@ def _sum_kernels(kind: Kind, check: bool):
                     b = b0
                     while b < b1:
                         r = min(4, b1 - b)
-                        for k in range(r):
-                            fill(tm, (a * nb + b + k) * nc + c0, w, fb[k * w : (k + 1) * w])
+                        fill_rows(tm, (a * nb + b) * nc + c0, nc, r, w, fb)
                         add(ub, 0, w, r, w, part, cnt, scale, zero, blank, 0.0, 0.0)
                         b += r
                     if not single:
@@ -139,32 +138,37 @@ def _sum_kernels(kind: Kind, check: bool):
     return entry(rows, kind, check), entry(cols, kind, check)
 
 
-def window_extrema(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max: bool):
+def window_extrema(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max: bool, band=None):
     """``(value, valid count, NaN count)`` over ``axes`` (the value in the image's type, ±inf
-    where nothing is valid), as :mod:`dfits.kernels.tilereduce` gives them, or None."""
+    where nothing is valid), as :mod:`dfits.kernels.tilereduce` gives them, or None. With a
+    ``band`` ``(lo, hi)`` only the values inside it are valid, the others counted as NaN
+    (:func:`dfits.kernels.extrema` with ``band``: the peak of ``where(x > t)``)."""
     plan = _plan(spec, shape, axes)
     if plan is None:
         return None
     kind, p, form, vshape, kept = plan
+    p = (*p, *((-np.inf, np.inf) if band is None else (float(band[0]), float(band[1]))))
     geo = (vshape[0], vshape[1], 1) if form == "rows" else vshape
     acc = np.full(kept, -np.inf if want_max else np.inf)
     valid, nans = np.zeros(kept, np.int64), np.zeros(kept, np.int64)
     ub, fb = scratch(kind, TILE)
     flat = (geo[0], geo[2])
-    _extreme_kernel(kind, want_max)(
+    _extreme_kernel(kind, want_max, band is not None)(
         tm, geo, p, acc.reshape(flat), valid.reshape(flat), nans.reshape(flat), ub, fb
     )
     return acc.astype(spec.physical), valid, nans
 
 
 @functools.cache
-def _extreme_kernel(kind: Kind, want_max: bool):
-    """Extremes over the middle axis of ``(na, nb, nc)`` (rows: ``nc = 1``), row by row."""
+def _extreme_kernel(kind: Kind, want_max: bool, banded: bool):
+    """Extremes over the middle axis of ``(na, nb, nc)`` (rows: ``nc = 1``), row by row;
+    ``banded``: of the values inside ``[lo, hi]`` (compared in float64, as the band kernels
+    compare them), the others missing."""
     f64 = loaders(kind).f64
 
     @inline
-    def step(x, acc, valid, nans, a, c):
-        if x != x:
+    def step(x, acc, valid, nans, a, c, lo, hi):
+        if (not ((x >= lo) & (x <= hi))) if banded else x != x:
             nans[a, c] += 1
         else:
             valid[a, c] += 1
@@ -173,7 +177,7 @@ def _extreme_kernel(kind: Kind, want_max: bool):
 
     @inline
     def cols(tm, geo, p, acc, valid, nans, ub, fb):
-        scale, zero, blank = p
+        scale, zero, blank, lo, hi = p
         na, nb, nc = geo
         if nc == 1:  # a row form: its values one block after another
             for a in range(na):
@@ -181,7 +185,7 @@ def _extreme_kernel(kind: Kind, want_max: bool):
                     m = min(TILE, nb - b0)
                     fill(tm, a * nb + b0, m, fb)
                     for k in range(m):
-                        step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, 0)
+                        step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, 0, lo, hi)
             return
         for a in range(na):
             for c0 in range(0, nc, TILE):
@@ -189,9 +193,10 @@ def _extreme_kernel(kind: Kind, want_max: bool):
                 for b in range(nb):
                     fill(tm, (a * nb + b) * nc + c0, w, fb[:w])
                     for k in range(w):
-                        step(f64(ub[k], scale, zero, blank), acc, valid, nans, a, c0 + k)
+                        x = f64(ub[k], scale, zero, blank)
+                        step(x, acc, valid, nans, a, c0 + k, lo, hi)
 
-    return entry(cols, kind, want_max)
+    return entry(cols, kind, want_max, banded)
 
 
 def tile_indexed(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max: bool):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dfits._lazy import kernels
+from dfits.stored import passes
 from dfits.stored.cuts import Cut, CutValues, cut_values
 from dfits.stored.results import axes_of
 from dfits.stored.results import finish as _finish
@@ -117,9 +117,7 @@ def _extreme(v: CutValues, axis, out, keepdims, want_max: bool, skipna: bool):
         return NotImplemented  # numpy's error: no identity for an empty maximum
     x = v.chunk
     x.spec.check()
-    val, n, _ = kernels.extrema(
-        x.u, x.spec, axes, want_max=want_max, with_index=False, band=v.cut.band
-    )
+    val, n, _ = passes.band_extrema(x, axes, want_max, v.cut.band)
     value = np.asarray(val).astype(v.dtype)  # exact: v.dtype holds every value of x
     n = np.asarray(n)
     if not v.nan_filled:

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dfits._lazy import kernels
+from dfits.stored import passes
 from dfits.stored.lazy import OfChunk, _is_basic, deviation_of
 from dfits.stored.lazy import materialize as _materialize
 from dfits.stored.stored import StoredChunk
@@ -157,9 +157,7 @@ class CutValues(OfChunk):
         if memo is None:
             self.chunk.spec.check()
             lo, hi = self.cut.band
-            memo = self.chunk._memo[key] = kernels.band_moments(
-                self.chunk.u, self.chunk.spec, axes, lo=lo, hi=hi
-            )
+            memo = self.chunk._memo[key] = passes.band_moments(self.chunk, axes, (lo, hi))
         return memo
 
     def counts(self, axes: tuple[int, ...]) -> np.ndarray:
@@ -191,9 +189,7 @@ class CutValues(OfChunk):
         if memo is not None or dtype is None or np.dtype(dtype) != np.float32:
             return self.stats(axes)[0]
         self.chunk.spec.check()
-        u, spec = self.chunk.u, self.chunk.spec
-        lo, hi = self.cut.band
-        return kernels.band_sum_count(u, spec, axes, lo=lo, hi=hi, dtype=dtype, counts=False)[0]
+        return passes.band_sum_count(self.chunk, axes, self.cut.band, dtype=dtype, counts=False)[0]
 
     def __getitem__(self, index: Any) -> Any:
         if _is_basic(index) and self.lazy:
@@ -297,9 +293,7 @@ def _band_counts(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int,
     counts = chunk._memo.get(key)
     if counts is None:
         chunk.spec.check()
-        counts = chunk._memo[key] = kernels.band_sum_count(
-            chunk.u, chunk.spec, axes, lo=band[0], hi=band[1], sums=False
-        )[1]
+        counts = chunk._memo[key] = passes.band_sum_count(chunk, axes, band, sums=False)[1]
     return counts
 
 
@@ -308,9 +302,7 @@ def _band_stats(chunk: StoredChunk, band: tuple[float, float], axes: tuple[int, 
     memo = chunk._memo.get(key)
     if memo is None:
         chunk.spec.check()
-        memo = chunk._memo[key] = kernels.band_sum_count(
-            chunk.u, chunk.spec, axes, lo=band[0], hi=band[1]
-        )
+        memo = chunk._memo[key] = passes.band_sum_count(chunk, axes, band)
     return memo
 
 

@@ -9,8 +9,9 @@ reductions computed together in parallel: quicklook's sum and count) run it once
 waits for the first's result, and other passes of the chunk go on meanwhile.
 
 Nothing here knows which reader fed the chunk either. A reader whose chunk is still unread
-(:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum, an extreme, the moments
-or a moment map's weighted sums from what it holds instead (quantised tiles reduce their
+(:attr:`~dfits.stored.stored.StoredChunk.unread`) may answer a sum, an extreme, the moments,
+a moment map's weighted sums or the passes of a value band (:mod:`dfits.stored.cuts`) from
+what it holds instead (quantised tiles reduce their
 integers: :mod:`dfits.tiles.quantised`) by giving that pending object the methods of
 :class:`FusedSource`; the passes look them up by name.
 """
@@ -27,6 +28,9 @@ from dfits.stored.stored import StoredChunk
 
 __all__ = [
     "FusedSource",
+    "band_extrema",
+    "band_moments",
+    "band_sum_count",
     "extrema",
     "indexed",
     "moments",
@@ -64,6 +68,23 @@ class FusedSource(Protocol):
         self, spec: Any, axis: int, weights: np.ndarray, threshold: float | None
     ) -> np.ndarray | None:
         """``Σ I``, ``Σ I·w``, ``Σ I·w²`` over ``axis``, as :func:`weighted_sums`, or None."""
+        ...
+
+    def band_sum_count(
+        self, spec: Any, axes: tuple[int, ...], band: tuple, dtype: Any, counts: bool, sums: bool
+    ) -> tuple | None:
+        """``(sums, counts)`` inside ``band`` over ``axes``, as :func:`band_sum_count`, or
+        None."""
+        ...
+
+    def band_moments(self, spec: Any, axes: tuple[int, ...], band: tuple) -> tuple | None:
+        """``(n, mean, M2)`` inside ``band`` over ``axes``, as :func:`band_moments`, or None."""
+        ...
+
+    def band_extrema(
+        self, spec: Any, axes: tuple[int, ...], want_max: bool, band: tuple
+    ) -> tuple | None:
+        """The extremes inside ``band`` over ``axes``, as :func:`band_extrema`, or None."""
         ...
 
 
@@ -192,3 +213,48 @@ def indexed(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
 def _indexed_pass(x: StoredChunk, axes: tuple[int, ...], want_max: bool):
     memo = _fused(x, "indexed", axes, want_max)
     return kernels.extrema(x.u, x.spec, axes, want_max=want_max) if memo is None else memo
+
+
+# -- the passes of a value band (dfits.stored.cuts memoises them) -------------------------------
+def _banded(x: StoredChunk, name: str, *args: Any):
+    """The band pass ``name`` answered by the chunk's unread source, or None."""
+    run = getattr(x.unread, name, None)
+    return None if run is None else run(x.spec, *args)
+
+
+def band_sum_count(
+    x: StoredChunk,
+    axes: tuple[int, ...],
+    band: tuple[float, float],
+    *,
+    dtype: Any = None,
+    counts: bool = True,
+    sums: bool = True,
+):
+    """``(sums, counts)`` of the chunk's values inside ``band`` over ``axes``: one pass of
+    :func:`dfits.kernels.band_sum_count` (its ``dtype``, ``counts`` and ``sums``), or of
+    the unread source's own."""
+    out = _banded(x, "band_sum_count", axes, band, dtype, counts, sums)
+    if out is None:
+        lo, hi = band
+        out = kernels.band_sum_count(
+            x.u, x.spec, axes, lo=lo, hi=hi, dtype=dtype, counts=counts, sums=sums
+        )
+    return out
+
+
+def band_moments(x: StoredChunk, axes: tuple[int, ...], band: tuple[float, float]):
+    """``(n, mean, M2)`` of the chunk's values inside ``band`` over ``axes``
+    (:func:`dfits.kernels.band_moments`, or the unread source's own)."""
+    out = _banded(x, "band_moments", axes, band)
+    return kernels.band_moments(x.u, x.spec, axes, lo=band[0], hi=band[1]) if out is None else out
+
+
+def band_extrema(x: StoredChunk, axes: tuple[int, ...], want_max: bool, band: tuple):
+    """``(value, count inside, count outside)`` of the extremes of the chunk's values inside
+    ``band`` over ``axes`` (:func:`dfits.kernels.extrema` with ``band``, or the unread
+    source's own)."""
+    out = _banded(x, "band_extrema", axes, want_max, band)
+    if out is None:
+        out = kernels.extrema(x.u, x.spec, axes, want_max=want_max, with_index=False, band=band)
+    return out

@@ -13,9 +13,12 @@ The passes of :mod:`dfits.stored.passes` ask it first, through the methods of
   extremes with their indices (``argmax``) and a moment map's weighted sums: the float
   kernels' own steps on small blocks dequantised just before they are read
   (:mod:`dfits.kernels.tilesums`, :mod:`dfits.kernels.tilemoments`), so their values are
-  those of the float chunk bit for bit.
+  those of the float chunk bit for bit;
+* the sums, counts, moments and extremes of the values inside a band (``(x > t).sum()``,
+  ``nansum(where(x > t, x, nan))``): the band kernels' steps on such blocks
+  (:mod:`dfits.kernels.tilebands`), the floats' values bit for bit.
 
-No float chunk is written for them. Anything else (a slice, ``np.asarray``, a value band)
+No float chunk is written for them. Anything else (a slice, ``np.asarray``, ``x * 2``)
 calls :meth:`QuantisedTiles.fetch`, which dequantises the chunk once into the float array the
 chunk then stands on, exactly as if it had been read so: same values either way.
 """
@@ -140,6 +143,41 @@ class QuantisedTiles:
         from dfits.kernels.tilemoments import tile_weighted_sums
 
         return tile_weighted_sums(tm, spec, self.shape, axis, weights, threshold)
+
+    def band_sum_count(
+        self, spec: Any, axes: tuple[int, ...], band: tuple, dtype: Any, counts: bool, sums: bool
+    ) -> tuple | None:
+        """``(sums, counts)`` of the values inside ``band`` over ``axes``, as
+        :func:`dfits.kernels.band_sum_count` gives them on the floats
+        (:mod:`dfits.kernels.tilebands`); None as :meth:`moments`."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilebands import tile_band_sum_count
+
+        return tile_band_sum_count(tm, spec, self.shape, axes, band, dtype, counts, sums)
+
+    def band_moments(self, spec: Any, axes: tuple[int, ...], band: tuple) -> tuple | None:
+        """``(n, mean, M2)`` of the values inside ``band`` over ``axes``, as
+        :func:`dfits.kernels.band_moments` gives them on the floats; None as :meth:`moments`."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilemoments import tile_moments
+
+        return tile_moments(tm, spec, self.shape, axes, True, band)
+
+    def band_extrema(
+        self, spec: Any, axes: tuple[int, ...], want_max: bool, band: tuple
+    ) -> tuple | None:
+        """``(value, count inside, count outside)`` of the extremes of the values inside
+        ``band``, as :func:`dfits.kernels.extrema` with ``band``; None as :meth:`moments`."""
+        tm = self._tile_map(spec)
+        if tm is None:
+            return None
+        from dfits.kernels.tilesums import window_extrema
+
+        return window_extrema(tm, spec, self.shape, axes, want_max, band)
 
     def _tile_map(self, spec: Any) -> tuple | None:
         """The tiles as the block-filling kernels read them (built once), or None."""
