@@ -283,6 +283,11 @@ class Header(Mapping[str, Any]):
         >>> h.card("TTYPE1").valid
         False
         """
+        if n == 0:  # the first card: the index's dict, not a scan of every keyword
+            i = (self._layout or self._index()).first.get(_normalize(key))
+            if i is None:
+                raise KeyError(f"Keyword {key!r} not found.")
+            return self._card(i)
         return self._card(self._nth(key, n))
 
     def locate(self, key: str, n: int = 0) -> int:
