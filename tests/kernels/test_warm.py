@@ -171,17 +171,21 @@ with dask.config.set(scheduler="threads"):
         dask.compute(x.sum(), np.nanmax(x), np.nanmin(x, axis=0), np.nanmean(x, axis=1),
                      x.std(), np.nanstd(x, axis=0), reduce(x, "nanvar", axis=1),
                      weighted_sums(x, 0, np.ones(x.shape[0])), da.nanargmax(x, axis=0), x)
+        masked = da.where(x > 100, x, np.nan)
+        dask.compute((x > 100).sum(), (x > 100).sum(axis=0), np.nansum(masked, axis=0),
+                     np.nanmean(masked, axis=1), np.nanvar(masked, axis=0),
+                     np.nanmax(masked, axis=1), np.nanmin(masked, axis=0))
 """
 
 #: the kernel families the tiles task warms (cache files are named by module and function)
-TILE_FAMILIES = ("tilereduce.", "tilemoments.", "tilesums.", "tilegroup._place")
+TILE_FAMILIES = ("tilereduce.", "tilemoments.", "tilesums.", "tilebands.", "tilegroup._place")
 
 
 @pytest.mark.slow  # compiles the quantised tiles' float32 reductions: ~60 s of CPU
 def test_tiles_task_covers_quantised_reductions(tmp_path):
     """After the tiles task of ``dfits warm``, a fresh process reducing a quantised float32
-    image (sums, extremes, means, variances, a moment map's sums, its values; chunks on and
-    off tile boundaries) compiles none of those kernels."""
+    image (sums, extremes, means, variances, a moment map's sums, value bands, its values;
+    chunks on and off tile boundaries) compiles none of those kernels."""
     from dfits.kernels.warm import _TILES
 
     cache = tmp_path / "cache"

@@ -17,7 +17,7 @@ A fresh process then loads each kernel it needs (milliseconds) instead of compil
 Both sets also take the kernels every encoding shares: a table's fields decoded and summed out
 of its rows (``to_pandas``, ``hdu.read``, ``aggregate``), the key counts of exact medians,
 and the reductions of quantised float tiles from their integers (sums, extremes, moments,
-moment maps; float32, and float64 in the full set).
+moment maps, value bands; float32, and float64 in the full set).
 Each encoding also takes its smoothing kernels (``spectral_smooth``'s convolution,
 ``downsample_axis``'s block means) and the decode and weighted sums of their native float
 results (the smoothed cube's ``.compute()`` and moment maps). Anything else (value bands,
@@ -160,6 +160,8 @@ def _warm_shared() -> None:
 
 #: The task of the quantised tiles' fused reductions (:func:`_warm_tiles`)
 _TILES = ("tiles", "tiles", False)
+#: a value band (``x > 0``) as :func:`dfits.stored.thresholds.comparison_band` gives it
+_BAND = (5e-324, np.inf)
 
 
 def _warm_tiles(full: bool) -> None:
@@ -167,9 +169,12 @@ def _warm_tiles(full: bool) -> None:
     the full set float64 too), as :mod:`dfits.tiles.quantised` calls them: sums and extremes
     of chunks of whole tiles (:mod:`~dfits.kernels.tilereduce`), of windows of tiles, and
     arg-extremes (:mod:`~dfits.kernels.tilesums`), moments over either form and moment maps
-    (:mod:`~dfits.kernels.tilemoments`), and the floats of a chunk (``place_group``)."""
+    (:mod:`~dfits.kernels.tilemoments`), value bands' sums, counts, moments and extremes
+    (:mod:`~dfits.kernels.tilebands`, as :mod:`dfits.stored.cuts` asks them), and the floats
+    of a chunk (``place_group``)."""
     from dfits.format.dtypes import DecodeSpec
     from dfits.kernels import tilegroup
+    from dfits.kernels.tilebands import tile_band_sum_count
     from dfits.kernels.tilefill import tile_map
     from dfits.kernels.tilemoments import tile_moments, tile_weighted_sums
     from dfits.kernels.tilereduce import reduce_tiles
@@ -195,6 +200,13 @@ def _warm_tiles(full: bool) -> None:
                 reduce_tiles(packed, shapes, firsts, quant, shape, axes, op, False, dtype)
                 window_extrema(window, spec, (2, 3), axes, want_max)
                 tile_indexed(whole, spec, shape, axes, want_max)
+                window_extrema(whole, spec, shape, axes, want_max, _BAND)
+            # a band's sums and counts, counts alone, float32 sums alone (float32 data)
+            tile_band_sum_count(whole, spec, shape, axes, _BAND)
+            tile_band_sum_count(whole, spec, shape, axes, _BAND, sums=False)
+            if dtype == np.float32:
+                tile_band_sum_count(whole, spec, shape, axes, _BAND, dtype, counts=False)
+            tile_moments(whole, spec, shape, axes, True, _BAND)
         tile_weighted_sums(whole, spec, shape, 0, np.ones(2), None)
 
 
