@@ -16,7 +16,7 @@ layout, parsing nothing). Compress tools (``--only compress``, not run by defaul
 tiles of one image row, floats quantised at level 16 — ``dfits-rice`` (``dfits.to_fits(...,
 compression="RICE_1")``, SUBTRACTIVE_DITHER_2, checksum and fsync on), ``astropy-rice``
 (``CompImageHDU(a, compression_type="RICE_1").writeto``, SUBTRACTIVE_DITHER_1) and
-``fpack-rice`` (``fpack -r -q 16`` of the source FITS file: file to file, read included); and
+``fpack-rice`` (``fpack -q 16`` of the source FITS file: file to file, read included); and
 the same three with GZIP_1 tiles, floats quantised at level 16: ``dfits-gzip``
 (``compression="GZIP_1"``, deflate level 1 by default), ``astropy-gzip`` and ``fpack-gzip``
 (``fpack -g -q 16``; cfitsio deflates at level 1 too); the table adds the output's size.
@@ -29,9 +29,10 @@ Methodology
   ``--source fits``: dfits writes ``dfits.open(path)[0].data`` (read from the file as it
   writes: memory stays at chunk x threads), the others the array loaded before timing.
 * Every timed run is a fresh ``python`` subprocess (``write.py --worker TOOL ...``) that
-  first does the same on a tiny array (imports and Numba compilation untimed), then times the
-  operation with ``time.perf_counter``; peak RSS is ``VmHWM`` of the whole process
-  (interpreter and loaded array included).
+  first does the same on a tiny array of the data's dtype (imports and Numba compilation
+  untimed), then times the operation with ``time.perf_counter``; peak RSS is ``VmHWM`` of the
+  whole process (interpreter and loaded array included), "above start" that peak less the
+  process's ``VmRSS`` just before the timed operation (what the operation itself added).
 * Runs are interleaved: round r runs every tool once in an order rotated by r. Tables give
   median/min/max seconds, the rate at the median, and the largest peak RSS.
 * The output file is removed after each run, so every write allocates a fresh file.
@@ -59,7 +60,8 @@ WRITERS += ["fitsio"]
 VERIFIERS = ["dfits-verify", "astropy-verify", "LIMIT"]
 COMPRESSORS = ["dfits-rice", "astropy-rice", "fpack-rice", "dfits-gzip", "astropy-gzip"]
 COMPRESSORS += ["fpack-gzip"]
-_ALGORITHM = {"rice": ("RICE_1", "-r"), "gzip": ("GZIP_1", "-g")}
+#: per family: dfits' and astropy's name, fpack's flags (Rice is fpack's default)
+_ALGORITHM = {"rice": ("RICE_1", []), "gzip": ("GZIP_1", ["-g"])}
 _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
@@ -70,11 +72,11 @@ def _size(text: str) -> int:
     return int(text)
 
 
-def _peak() -> int:
+def _peak(field: str = "VmHWM") -> int:
     # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a worker would report the
-    # parent's peak (the generated array) as its own
+    # parent's peak (the generated array) as its own; VmRSS: the resident size now
     with open("/proc/self/status") as fh:
-        line = next(x for x in fh if x.startswith("VmHWM:"))
+        line = next(x for x in fh if x.startswith(f"{field}:"))
     return int(line.split()[1]) * 1024
 
 
@@ -90,7 +92,7 @@ def _compress(tool: str, a: np.ndarray, x, out: str, src: str) -> None:
         hdu = fits.CompImageHDU(a, compression_type=name, quantize_level=16)
         hdu.writeto(out, overwrite=True)
     else:
-        subprocess.run(["fpack", flag, "-q", "16", "-O", out, src], check=True)
+        subprocess.run(["fpack", *flag, "-q", "16", "-O", out, src], check=True)
 
 
 def _write(tool: str, a: np.ndarray, x, out: str, src: str = "") -> None:
@@ -157,12 +159,16 @@ def _worker(tool: str, source: str, path: str, out: str, fits_path: str) -> None
 
     import dfits
 
-    small = np.random.default_rng(1).random((64, 64))
+    # the warm-up writes the data's own dtype, so that its kernels (float32 ones too) are
+    # loaded before the timed write
+    dtype = np.load(path, mmap_mode="r").dtype if os.path.exists(path) else np.float64
+    small = np.random.default_rng(1).random((64, 64)).astype(dtype)
     kernel = _limit_kernel() if tool == "LIMIT" else None
     if tool in VERIFIERS:
         dfits.to_fits(small, out + ".warm.fits", overwrite=True)
         _verify(tool, out + ".warm.fits", kernel)
         os.unlink(out + ".warm.fits")
+        base = _peak("VmRSS")
         start = time.perf_counter()
         result = _verify(tool, fits_path, kernel)
     else:
@@ -172,24 +178,28 @@ def _worker(tool: str, source: str, path: str, out: str, fits_path: str) -> None
         load = source == "memory" or not tool.startswith("dfits")
         a = np.load(path) if load and not tool.startswith("fpack") else None
         x = dfits.open(fits_path)[0].data if not load else None if a is None else da.from_array(a)
+        base = _peak("VmRSS")  # interpreter, kernels and the loaded array
         start = time.perf_counter()
         _write(tool, a, x, out, fits_path)
         result = os.path.getsize(out) if tool in COMPRESSORS else None
     seconds = time.perf_counter() - start
     peak = _peak()
-    print(json.dumps({"s": seconds, "peak": peak, "result": repr(result)}))
+    print(json.dumps({"s": seconds, "peak": peak, "base": base, "result": repr(result)}))
 
 
 def _table(title: str, times: dict, nbytes: int, sizes: bool = False) -> str:
-    head = "| tool | median s | min s | max s | GB/s | peak RSS MiB |" + (" out MiB |" * sizes)
-    lines = [f"### {title}", "", head, "|---" * (6 + sizes) + "|"]
+    head = "| tool | median s | min s | max s | GB/s | peak RSS MiB | above start MiB |"
+    lines = [f"### {title}", "", head + " out MiB |" * sizes, "|---" * (7 + sizes) + "|"]
     for tool, runs in times.items():
         s = [r["s"] for r in runs]
         med = statistics.median(s)
         peak = max(r["peak"] for r in runs) / 2**20
+        # what the operation itself added: peak less the resident size just before it
+        above = max(r["peak"] - r["base"] for r in runs) / 2**20
         lines.append(
             f"| {tool} | {med:.3f} | {min(s):.3f} | {max(s):.3f} | {nbytes / med / 1e9:.2f} "
-            f"| {peak:.0f} |" + (f" {int(runs[-1]['result']) / 2**20:.1f} |" if sizes else "")
+            f"| {peak:.0f} | {above:.0f} |"
+            + (f" {int(runs[-1]['result']) / 2**20:.1f} |" if sizes else "")
         )
     return "\n".join(lines)
 
