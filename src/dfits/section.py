@@ -104,6 +104,12 @@ class Section:
         through the reader seam as the step-1 region bounding ``index``; a stepped index of
         a compressed image through its reader's ``gather``, which decodes only the tiles
         holding a selected pixel (a decimated quick look need not decode every tile)."""
+        window = _window(index, self.block.shape)
+        if window is not None:  # a stamp: the region itself, read as it is
+            chunk = self.block.read(window)
+            if isinstance(chunk, StoredChunk):
+                return chunk.u, chunk.spec
+            return np.asarray(chunk), None
         bound, rel = bounding(index, self.block.shape)
         gather = getattr(self.block, "gather", None)
         stepped = any(isinstance(r, slice) and r.step not in (None, 1) for r in rel)
@@ -157,6 +163,27 @@ def _as_stored(spec: Any, view: np.ndarray) -> bool:
         and (spec.bitpix > 0) == (np.dtype(spec.physical).kind in "iu")
         and np.dtype(spec.physical).byteorder in "=|"
     )
+
+
+def _window(index: tuple, shape: tuple[int, ...]) -> tuple[slice, ...] | None:
+    """``index`` as the step-1 region it is, when it is one non-empty slice of step 1 per
+    axis (a stamp): what :func:`~dfits.io.ranges.bounding` would give, with nothing left
+    to apply after the read. None for anything else.
+
+    >>> _window((slice(2, 5), slice(-3, None)), (10, 8))
+    (slice(2, 5, None), slice(5, 8, None))
+    """
+    if len(index) != len(shape):
+        return None
+    out = []
+    for item, n in zip(index, shape, strict=True):
+        if type(item) is not slice or item.step not in (None, 1):
+            return None
+        lo, hi, _ = item.indices(n)
+        if hi <= lo:
+            return None
+        out.append(slice(lo, hi))
+    return tuple(out)
 
 
 def _picks(bound: tuple, rel: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
