@@ -12,7 +12,8 @@ quantised floats in one Numba pass (:mod:`dfits.kernels.dequantize`) and returns
 ``"="``), so BSCALE/BZERO/BLANK and every reduction run in the same kernels as for plain
 images. It implements :class:`dfits.array.reader.Reader`, and ``hdu.section`` reads through
 its :meth:`TileReader.read` as for any image (:class:`dfits.section.Section`): a stamp's
-partial tiles decode as one group into a small cover of whole tiles (:func:`covering`).
+partial tiles decode as one group into a small cover of whole tiles (:func:`covering`),
+placed by a reshape when no tile is cut by the image's edge (:func:`side_by_side`).
 
 A corrupt or truncated tile raises :class:`~dfits.errors.DataError` naming the file, HDU,
 tile (its table row) and algorithm.
