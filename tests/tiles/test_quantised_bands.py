@@ -141,3 +141,42 @@ def test_band_passes_at_block_boundaries_equal_the_float_kernels(tmp_path, regio
                 np.testing.assert_array_equal(got[1], ref[1])
                 np.testing.assert_array_equal(got[2], ref[2])
                 np.testing.assert_array_equal(got[0][got[1] > 0], ref[0][ref[1] > 0])
+
+
+@pytest.mark.parametrize(
+    ("tile", "chunks", "window"),
+    [((2, 10, 12), (5, 8, 30), True), ((1, 20, 30), (6, 20, 30), False)],
+    ids=["window", "whole"],
+)
+def test_axes_on_both_sides_of_a_kept_one(tmp_path, monkeypatch, counted, tile, chunks, window):
+    """A cube's sums, extremes, variances and bands over ``(0, 2)``: the last axis kept, then
+    folded, or split by planes, as the float route does; no float chunk, the float route's
+    values bit for bit (whole tiles' plain sums and extremes are
+    :mod:`dfits.kernels.tilereduce`'s, not compared)."""
+    want = write_image(tmp_path / "c.fits.fz", 1, tile, np.float32, (12, 20, 30))
+    x = dfits.open(tmp_path / "c.fits.fz", chunks=chunks)[1].data
+    t = want[4, 5, 6].item()
+    ax = (0, 2)
+
+    def requests():
+        masked = da.where(x > t, x, np.nan)
+        bands = (
+            (x > t).sum(axis=ax), np.nansum(masked, axis=ax), da.where(x <= t, x, 0).sum(axis=ax),
+            np.nanmean(masked, axis=ax), np.nanmax(masked, axis=ax), np.nanmin(masked, axis=ax),
+            np.nanvar(masked, axis=ax), np.nanstd(x, axis=ax), x.var(axis=ax),
+        )  # fmt: skip
+        if not window:
+            return bands
+        return (*bands, x.sum(axis=ax), np.nansum(x, axis=ax, dtype=np.float64),
+                np.nanmean(x, axis=ax), np.nanmax(x, axis=ax), x.min(axis=ax))  # fmt: skip
+
+    def to_floats():
+        _floats_route(monkeypatch)
+        monkeypatch.setattr(quantised.QuantisedTiles, "sum_count", lambda *a: None)
+        monkeypatch.setattr(quantised.QuantisedTiles, "extrema", lambda *a: None)
+        monkeypatch.setattr(quantised.QuantisedTiles, "moments", lambda *a: None)
+
+    got = fused_equals_floats(requests, counted, to_floats)
+    np.testing.assert_array_equal(got[0], (want > t).sum(axis=ax))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got[4], np.nanmax(np.where(want > t, want, np.nan), axis=ax))

@@ -11,8 +11,10 @@ and steps (:func:`~dfits.kernels.bands.band_adder`), fed blocks that
 the same order as the float chunk's kernels, so the sums and counts are theirs bit for bit
 (tested). The band's moments and extremes run
 :func:`dfits.kernels.tilemoments.tile_moments` and
-:func:`dfits.kernels.tilesums.window_extrema` with the band. Axes that need a split view
-are declined (None).
+:func:`dfits.kernels.tilesums.window_extrema` with the band. Axes on both sides of a kept
+one, the last among them, are folded as the float route folds them
+(:func:`~dfits.kernels.tilesums.kept_last`); other axes that need a split view are declined
+(None).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dfits.kernels._compile import BLOCK, SUM_TILE, inline
 from dfits.kernels._loaders import Kind
 from dfits.kernels.bands import band_adder, band_col_loop, band_row_loop
 from dfits.kernels.tilefill import fill, fill_rows, scratch
-from dfits.kernels.tilesums import _plan
+from dfits.kernels.tilesums import _plan, kept_last
 
 __all__ = ["tile_band_sum_count"]
 
@@ -46,8 +48,10 @@ def tile_band_sum_count(
     as :func:`dfits.kernels.bands.band_sum_count` gives them for the dequantised chunk
     (``dtype``, ``counts`` and ``sums`` as there), or None to decline."""
     plan = _plan(spec, shape, axes)
-    if plan is None or not (counts or sums):
+    if not (counts or sums):
         return None
+    if plan is None:
+        return _folded(tm, spec, shape, axes, band, dtype, counts, sums)
     kind, (scale, zero, blank), form, vshape, kept = plan
     total = np.zeros(kept, np.float64 if dtype is None else dtype) if sums else None
     n = np.zeros(kept, np.int64) if counts else None
@@ -65,6 +69,22 @@ def tile_band_sum_count(
         out_sum = total.reshape(flat) if sums else np.empty((0, 0))
         out_n = n.reshape(flat) if counts else np.empty((0, 0), np.int64)
         cols(tm, vshape, p, out_sum, out_n, ub, fb)
+    return total, n
+
+
+def _folded(tm, spec, shape, axes, band, dtype, counts, sums) -> tuple | None:
+    """Axes on both sides of a kept one, the last among them, as the float route reduces
+    them: over the others with the last axis kept, in float64, then summed out with numpy
+    (``fold_sums``), rounded to ``dtype`` last; other awkward axes: None."""
+    inner = kept_last(spec, shape, axes)
+    part = None if inner is None else tile_band_sum_count(
+        tm, spec, shape, inner, band, None, counts, sums
+    )  # fmt: skip
+    if part is None:
+        return None
+    total, n = (None if p is None else p.sum(axis=-1, dtype=p.dtype) for p in part)
+    if total is not None and dtype is not None:
+        total = total.astype(dtype)
     return total, n
 
 

@@ -15,7 +15,8 @@ written and then read again.
 The steps therefore see the same floats in the same order as the float chunk's kernels:
 results equal those of :func:`dfits.kernels.moments.moments` and
 :func:`dfits.kernels.weighted.weighted_sums` on the dequantised chunk, bit for bit (tested).
-Axes that need a split view (reduced axes on both sides of a kept one) are declined.
+Axes that need a split view (reduced axes on both sides of a kept one) are split or folded
+as the float route splits or folds them (:func:`_awkward`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,19 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import TILE, four_rows, inline
 from dfits.kernels._loaders import Kind
+from dfits.kernels._run import _split_axis
 from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, params
-from dfits.kernels.moments import MOMENTS_BLOCK, ROWS_PER_PASS, col_block, row_block
+from dfits.kernels.moments import (
+    MOMENTS_BLOCK,
+    ROWS_PER_PASS,
+    _fold_moments,
+    col_block,
+    combine_moments,
+    row_block,
+)
 from dfits.kernels.tilefill import c_view, fill, scratch
+from dfits.kernels.tilesums import kept_last
 from dfits.kernels.weighted import _TILE as _WTILE
 from dfits.kernels.weighted import _weighted_steps
 
@@ -43,13 +53,13 @@ def tile_moments(
 ):
     """``(n, mean, M2)`` over ``axes`` of the chunk of ``tm``, as
     :func:`dfits.kernels.moments.moments` gives them for the dequantised chunk (with a
-    ``band`` ``(lo, hi)``: :func:`~dfits.kernels.moments.band_moments`); None for axes that
-    need a split view (the caller reads the floats)."""
+    ``band`` ``(lo, hi)``: :func:`~dfits.kernels.moments.band_moments`); None for axes the
+    float route splits otherwise than :func:`_awkward` does (the caller reads the floats)."""
     u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
     kind, scale, zero, blank = params(u, spec)
     layout = layout_for(u, frozenset(axes)) if u.size else None
     if layout is None:
-        return None
+        return _awkward(tm, spec, shape, axes, skipna, band) if u.size else None
     form, v = layout
     kept = tuple(n for d, n in enumerate(shape) if d not in axes)
     banded = band is not None
@@ -73,6 +83,32 @@ def tile_moments(
     outs = [np.zeros(kept, np.int64), np.full(kept, np.nan), np.full(kept, np.nan)]
     cols(tm, v.shape, p, *(o.reshape(flat) for o in outs), ub, fb)
     return tuple(outs)
+
+
+def _awkward(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna, band):
+    """Axes that fit no kernel layout (on both sides of a kept one), as the float route
+    (:func:`dfits.kernels._run.run`) reduces them: a band's moments with the last axis kept,
+    then folded (``_fold_moments``); the moments split along the first axis, each plane a
+    pass over the chunk's tiles, the parts merged by the same Chan combine. None where the
+    float route splits otherwise."""
+    if band is not None:
+        inner = kept_last(spec, shape, axes)
+        part = None if inner is None else tile_moments(tm, spec, shape, inner, skipna, band)
+        return None if part is None else tuple(_fold_moments(list(part)))
+    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
+    sub_axes = tuple(a - 1 for a in axes if a != 0)
+    if 0 not in axes or _split_axis(u, axes) != 0 or layout_for(u[0], frozenset(sub_axes)) is None:
+        return None
+    sub_shape = tuple(n for d, n in enumerate(shape[1:]) if d not in sub_axes)
+    parts = []
+    for i in range(shape[0]):
+        # plane i: the same tiles' map, a one-plane chunk one plane further in them
+        origin = tm[2].copy()
+        origin[0] += i
+        plane = (tm[0], np.array([1, *shape[1:]], np.int64), origin, *tm[3:])
+        part = tile_moments(plane, spec, (1, *shape[1:]), tuple(a + 1 for a in sub_axes), skipna)
+        parts.append([np.reshape(x, sub_shape) for x in part])
+    return tuple(combine_moments(parts))
 
 
 @functools.cache

@@ -10,7 +10,9 @@ are the float route's bit for bit, without the float chunk. :func:`window_extrem
 extremes and the counts of valid values and NaNs (exact, whatever the order), and
 :func:`tile_indexed` the extremes with their first indices (``argmax``, a cube's peak
 velocity), for windows and whole tiles alike.
-Axes that need a split view are declined (None).
+Axes on both sides of a kept one, the last among them, are reduced with the last axis kept
+and then folded, as the float route does (:func:`kept_last`); other axes that need a split
+view are declined (None).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dfits.kernels._spec import Spec, params
 from dfits.kernels.sums import _block_summer, column_adder
 from dfits.kernels.tilefill import c_view, fill, fill_rows, scratch
 
-__all__ = ["tile_indexed", "window_extrema", "window_sum_count"]
+__all__ = ["kept_last", "tile_indexed", "window_extrema", "window_sum_count"]
 
 
 def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
@@ -49,12 +51,33 @@ def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
     return kind, (scale, zero, blank), layout[0], layout[1].shape, kept
 
 
+def kept_last(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
+    """The reduced axes but the last, where the float kernels (:func:`dfits.kernels._run.run`)
+    reduce ``axes`` with the chunk's last axis kept, then sum it out with numpy (axes on both
+    sides of a kept one, the last among them: a cube's sum over ``(0, 2)``); else None. The
+    tile kernels then run over those axes and fold the same way: the same values."""
+    if not axes or axes[-1] != len(shape) - 1:
+        return None
+    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
+    if not u.size or layout_for(u, frozenset(axes)) is not None:
+        return None
+    return axes[:-1] if layout_for(u, frozenset(axes[:-1])) is not None else None
+
+
 def window_sum_count(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna: bool):
     """``(total, n)`` over ``axes`` as :func:`dfits.kernels.sums.sum_count` gives them for
     the dequantised chunk (float64 sums), or None."""
     plan = _plan(spec, shape, axes)
     if plan is None:
-        return None
+        inner = kept_last(spec, shape, axes)
+        part = None if inner is None else window_sum_count(tm, spec, shape, inner, skipna)
+        if part is None:
+            return None
+        # the float route's fold (``fold_sums``); counts never missing stay one broadcast
+        total, n = part
+        every = np.int64(np.prod([shape[a] for a in axes], dtype=np.int64))
+        counts = n.sum(axis=-1, dtype=n.dtype) if n.strides[-1] else every
+        return total.sum(axis=-1, dtype=total.dtype), np.broadcast_to(counts, total.shape[:-1])
     kind, p, form, vshape, kept = plan
     counted = skipna and kind.can_be_missing
     rows, cols = _sum_kernels(kind, counted)
@@ -145,7 +168,14 @@ def window_extrema(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max
     (:func:`dfits.kernels.extrema` with ``band``: the peak of ``where(x > t)``)."""
     plan = _plan(spec, shape, axes)
     if plan is None:
-        return None
+        inner = kept_last(spec, shape, axes)
+        part = None if inner is None else window_extrema(tm, spec, shape, inner, want_max, band)
+        if part is None:
+            return None
+        # the float route's fold (``extrema._fold_minmax``)
+        val, valid, nans = part
+        pick = np.fmax if want_max else np.fmin
+        return pick.reduce(val, axis=-1), valid.sum(-1), nans.sum(-1)
     kind, p, form, vshape, kept = plan
     p = (*p, *((-np.inf, np.inf) if band is None else (float(band[0]), float(band[1]))))
     geo = (vshape[0], vshape[1], 1) if form == "rows" else vshape
