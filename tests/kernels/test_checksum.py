@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dfits.kernels.checksum import encode_oracle, encode_rows, word_sum, word_sum_oracle
+from dfits.kernels.checksum import (
+    encode_oracle,
+    encode_rows,
+    value_sum,
+    word_sum,
+    word_sum_oracle,
+)
 
 DTYPES = ["f8", "f4", "i2", "u2", "u1", "i1", "i4", "u4", "i8", "u8"]
 
@@ -31,3 +37,18 @@ def test_word_sum_matches_oracle(n):
 
 def test_word_sum_of_all_ones_is_negative_zero():
     assert word_sum(np.full(4096, 255, np.uint8)) == 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_value_sum_is_the_stored_words_sum(dtype):
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 1000):
+        v = rng.normal(0, 1e3, n).astype(dtype)
+        if n > 2:
+            v[1] = np.nan
+            v[2] = -np.inf
+        stored = v.astype(np.dtype(dtype).newbyteorder(">")).view(np.uint8)
+        assert value_sum(v) == word_sum_oracle(stored)
+    assert value_sum(np.zeros(4, dtype)) == 0
+    with pytest.raises(ValueError, match="contiguous"):
+        value_sum(np.zeros((4, 4), dtype)[:, ::2])

@@ -126,3 +126,27 @@ def _digest(tmp_path, name: str) -> str:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_written_bytes_are_unchanged(tmp_path, name):
     assert _digest(tmp_path, name) == DIGESTS[name]
+
+
+def _tiles_of(path) -> list:
+    from astropy.io import fits
+
+    with fits.open(path, disable_image_compression=True) as hl:
+        t = hl[1].data
+        return [(bytes(r["COMPRESSED_DATA"]), float(r["ZSCALE"]), float(r["ZZERO"])) for r in t]
+
+
+@pytest.mark.parametrize("tile", [None, (8, 16)])
+def test_every_chunking_writes_the_same_tiles(tmp_path, tile):
+    """Parts cut as views of chunks, gathered from several chunks, or a numpy array's slabs:
+    each tile's bytes and scaling are the same (the heap's order may differ)."""
+    x = _image("f4-uniform")
+    opts = {"compression": "RICE_1", "tile_shape": tile, "dither_seed": 3}
+    dfits.to_fits(x, tmp_path / "n.fits", **opts)
+    want = _tiles_of(tmp_path / "n.fits")
+    for chunks in [(96, 130), (16, 130), (7, 130), (30, 50), (11, 17)]:
+        path = tmp_path / f"{chunks}.fits"
+        dfits.to_fits(da.from_array(x, chunks=chunks), path, **opts)
+        assert _tiles_of(path) == want, chunks
+        back = dfits.open(path)[1].data.compute()
+        np.testing.assert_array_equal(back, dfits.open(tmp_path / "n.fits")[1].data.compute())

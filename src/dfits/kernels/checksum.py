@@ -17,6 +17,7 @@ Numpy oracles (:func:`word_sum_oracle`, :func:`encode_oracle`) define the result
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -30,6 +31,7 @@ __all__ = [
     "encode_oracle",
     "encode_rows",
     "sum_helpers",
+    "value_sum",
     "word_sum",
     "word_sum_oracle",
 ]
@@ -42,7 +44,7 @@ UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 @functools.cache
-def _word_sum_kernel():
+def _word_sum_kernel(swap: bool = True):
     @inline
     def kernel(words):
         total = np.uint64(0)
@@ -50,14 +52,14 @@ def _word_sum_kernel():
         for start in range(0, n, FOLD):
             acc = np.uint64(0)
             for i in range(start, min(start + FOLD, n)):
-                acc += np.uint64(swap_bits(words[i]))
+                acc += np.uint64(swap_bits(words[i]) if swap else words[i])
             total += acc
             total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
         while total > np.uint64(_MASK):
             total = (total & np.uint64(_MASK)) + (total >> np.uint64(32))
         return total
 
-    return entry(kernel)
+    return entry(kernel, swap)
 
 
 def word_sum(buf: np.ndarray) -> int:
@@ -73,6 +75,25 @@ def word_sum(buf: np.ndarray) -> int:
         total += tail
         total = (total & _MASK) + (total >> 32)
     return total
+
+
+def value_sum(values: np.ndarray) -> int:
+    """Ones'-complement sum of native 4- or 8-byte values (C-contiguous) as FITS stores them:
+    the big-endian words of their bytes, each value on a word boundary.
+
+    A stored word of a 4-byte value is the value's own bits, and those of an 8-byte value
+    its high and low halves: the sum of the native 32-bit words, with no swap.
+
+    >>> import numpy as np
+    >>> value_sum(np.array([1.0], "f4")) == word_sum(np.array([1.0], ">f4").view(np.uint8))
+    True
+    """
+    if values.dtype.itemsize not in (4, 8) or not values.flags.c_contiguous:
+        raise ValueError(f"value_sum takes contiguous 4- or 8-byte values, not {values.dtype}")
+    if sys.byteorder != "little" or values.dtype.byteorder not in "=|":
+        return word_sum(values.astype(values.dtype.newbyteorder(">")).view(np.uint8))
+    words = values.reshape(-1).view(np.uint32)
+    return int(_word_sum_kernel(False)(words)) if words.size else 0
 
 
 def word_sum_oracle(buf: np.ndarray) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
 
 #: Bytes of values below which a chunk is not cut further for more parallel tasks.
 LEAST_CHUNK = 1 << 20
+_local = threading.local()
 
 
 def aligned_chunks(chunks: tuple[tuple[int, ...], ...], spec: TileSpec) -> tuple[int, ...]:
@@ -76,15 +78,8 @@ def _hdus(
         spec = parse_compression(x.shape, storage, what, **options)
         hdus.append(ZHDU(spec, cards=tuple(item.cards), extname=item.extname,
                          checksum=checksum, what=what))  # fmt: skip
-        aligned = aligned_chunks(x.chunks, spec)
-        parts = spread_chunks(aligned, spec, x.dtype.itemsize, _threads())
-        if x.rechunk(aligned).chunks == x.chunks:
-            # chunk edges on tile edges already: the cuts for more tasks are views of the
-            # chunks, taken in the tasks (a dask slice of a chunk would copy it)
-            arrays.append((x, parts))
-        else:
-            # a rechunk copies anyway: straight to the parts, so each copy is one task's
-            arrays.append((x.rechunk(parts), parts))
+        parts = spread_chunks(aligned_chunks(x.chunks, spec), spec, x.dtype.itemsize, _threads())
+        arrays.append((x, parts, spec.tile))
     return hdus, arrays
 
 
@@ -128,8 +123,8 @@ def _appended(path: str, i: int, item: ImageItem) -> str:
 
 
 def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
-    """One delayed compression per part of a chunk (after ``ready``), grouped by HDU, in C
-    order of the parts' starts (the heap's order)."""
+    """One delayed compression per part (after ``ready``), grouped by HDU, in C order of the
+    parts' starts (the heap's order)."""
     from dask import delayed
 
     out: list[list[Any]] = []
@@ -137,42 +132,79 @@ def _chunks(p: ZPlan, arrays: list[Any], ready: Any) -> list[list[Any]]:
         if item is None:
             out.append([])
             continue
-        x, parts = item
-        cuts = sorted(
-            (sub, block, local)
-            for block, starts, shape in _blocks(x)
-            for sub, local in _parts(starts, shape, parts)
-        )  # fmt: skip
         out.append([
-            delayed(_write, pure=True)(p, i, k, block, starts, local, ready)
-            for k, (starts, block, local) in enumerate(cuts)
+            delayed(_write, pure=True)(p, i, k, starts, shape, blocks, cuts, ready)
+            for k, (starts, shape, blocks, cuts) in enumerate(_cuts(*item))
         ])  # fmt: skip
     return out
 
 
-def _blocks(x: Any):
-    """``(block, starts, shape)`` of every chunk of ``x``."""
-    sizes = itertools.product(*x.chunks)
-    for (block, starts), shape in zip(x.tasks(), sizes, strict=True):
-        yield block, tuple(starts), tuple(shape)
+def _cuts(x: Any, parts: tuple[int, ...], tile: tuple[int, ...]) -> list:
+    """``(starts, shape, blocks, [(slices in the block, slices in the part)])`` per part.
+
+    Chunks whose edges fall on tile edges are cut into parts of at most ``parts`` per axis,
+    each a view of its chunk, taken in the task (a dask slice of a chunk would copy it).
+    Others are covered by a grid of ``parts`` from the image's origin, each part gathered in
+    its task from the chunks it meets into that thread's buffer: a dask rechunk would copy
+    every piece twice (its slices, then their concatenation) and hold the copies.
+    """
+    offsets = [np.cumsum((0, *c)).tolist() for c in x.chunks]
+    blocks = dict(zip(itertools.product(*(range(len(c)) for c in x.chunks)),
+                      (b for b, _ in x.tasks()), strict=True))  # fmt: skip
+    aligned = all(o % t == 0 for off, t in zip(offsets, tile, strict=True) for o in off[:-1])
+    out = []
+    spans = [_spans(off, c, aligned) for off, c in zip(offsets, parts, strict=True)]
+    for pick in itertools.product(*spans):
+        axes = [_meets(a, b, off) for (a, b), off in zip(pick, offsets, strict=True)]
+        meets = list(itertools.product(*axes))
+        out.append((
+            tuple(a for a, _ in pick), tuple(b - a for a, b in pick),
+            [blocks[tuple(j for j, _, _ in m)] for m in meets],
+            [(tuple(src for _, src, _ in m), tuple(dst for _, _, dst in m)) for m in meets],
+        ))  # fmt: skip
+    return out
 
 
-def _parts(starts: tuple[int, ...], shape: tuple[int, ...], parts: tuple[int, ...]):
-    """``(starts, slices within the chunk)`` of the pieces of at most ``parts`` per axis."""
-    ranges = [
-        [(a, min(a + c, n)) for a in range(0, n, c)] for n, c in zip(shape, parts, strict=True)
+def _spans(off: list[int], c: int, aligned: bool) -> list[tuple[int, int]]:
+    """Along one axis of chunk edges ``off``: the parts' ``(start, end)``, of at most ``c``
+    within each chunk (``aligned``) or from the origin."""
+    chunks = itertools.pairwise(off) if aligned else [(0, off[-1])]
+    return [(a, min(a + c, b)) for o0, b in chunks for a in range(o0, b, c)]
+
+
+def _meets(a: int, b: int, off: list[int]) -> list[tuple[int, slice, slice]]:
+    """Along one axis: ``(chunk, slice in the chunk, slice in the part)`` of the chunks that
+    the part ``[a, b)`` meets."""
+    return [
+        (j, slice(max(a, o0) - o0, min(b, o1) - o0), slice(max(a, o0) - a, min(b, o1) - a))
+        for j, (o0, o1) in enumerate(itertools.pairwise(off))
+        if o0 < b and a < o1
     ]
-    for pick in itertools.product(*ranges):
-        local = tuple(slice(a, b) for a, b in pick)
-        yield tuple(s + a for s, (a, _) in zip(starts, pick, strict=True)), local
 
 
 def _write(
-    p: ZPlan, hdu: int, chunk: int, values: Any, starts: tuple[int, ...],
-    local: tuple[slice, ...], _ready: bool,
+    p: ZPlan, hdu: int, chunk: int, starts: tuple[int, ...], shape: tuple[int, ...],
+    blocks: list[Any], cuts: list, _ready: bool,
 ):  # fmt: skip
-    # a view of the chunk (decoded once if it is a stored chunk): its part's tiles only
-    return tilewriter.write_chunk(p, hdu, chunk, np.asarray(values)[local], starts)
+    if len(blocks) == 1:
+        # a view of the chunk (decoded once if it is a stored chunk): its part's tiles only
+        values = np.asarray(blocks[0])[cuts[0][0]]
+    else:
+        first = np.asarray(blocks[0])
+        values = _part_buffer(first.dtype, shape)
+        for block, (src, dst) in zip(blocks, cuts, strict=True):
+            values[dst] = np.asarray(block)[src]
+    return tilewriter.write_chunk(p, hdu, chunk, values, starts)
+
+
+def _part_buffer(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """This thread's buffer for a part gathered from several chunks, reused: a fresh one per
+    part would be faulted in again each time."""
+    n = math.prod(shape) * dtype.itemsize
+    buf = getattr(_local, "part", None)
+    if buf is None or buf.nbytes < n:
+        buf = _local.part = np.empty(n, np.uint8)
+    return buf[:n].view(dtype).reshape(shape)
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from dfits.format.header import Header
 from dfits.format.imagehdu import UserCard, image_header
 from dfits.format.ztable import TileSpec, table_header, table_rows
 from dfits.io.rangelock import range_lock
-from dfits.kernels.checksum import encode_rows, word_sum
+from dfits.kernels.checksum import encode_rows, value_sum, word_sum
 from dfits.kernels.tileencode import encode_block
 from dfits.write import fitswriter
 from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
@@ -221,6 +221,10 @@ def _image_sum(spec: TileSpec, values: np.ndarray, starts: tuple[int, ...]) -> i
     thread's bounded buffer, so the chunk is read once more and never copied whole."""
     storage = spec.storage
     v = np.ascontiguousarray(values, dtype=storage.native)
+    if storage.bitpix < 0 and storage.bscale is None:
+        # floats stored as they are, 4 or 8 bytes: every run starts on a word boundary, so
+        # the placed sum is the plain sum of their words (a read pass, no encode buffer)
+        return value_sum(v)
     offsets, length = fitswriter.runs(spec.shape, starts, v.shape)
     rows = v.reshape(len(offsets), length)
     size = abs(storage.bitpix) // 8
