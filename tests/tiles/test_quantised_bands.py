@@ -4,6 +4,7 @@ values are the float route's bit for bit."""
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -170,13 +171,42 @@ def test_axes_on_both_sides_of_a_kept_one(tmp_path, monkeypatch, counted, tile, 
         return (*bands, x.sum(axis=ax), np.nansum(x, axis=ax, dtype=np.float64),
                 np.nanmean(x, axis=ax), np.nanmax(x, axis=ax), x.min(axis=ax))  # fmt: skip
 
-    def to_floats():
-        _floats_route(monkeypatch)
-        monkeypatch.setattr(quantised.QuantisedTiles, "sum_count", lambda *a: None)
-        monkeypatch.setattr(quantised.QuantisedTiles, "extrema", lambda *a: None)
-        monkeypatch.setattr(quantised.QuantisedTiles, "moments", lambda *a: None)
-
-    got = fused_equals_floats(requests, counted, to_floats)
+    got = fused_equals_floats(requests, counted, lambda: _all_floats(monkeypatch))
     np.testing.assert_array_equal(got[0], (want > t).sum(axis=ax))
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(got[4], np.nanmax(np.where(want > t, want, np.nan), axis=ax))
+
+
+def test_axes_the_float_route_splits_by_planes(tmp_path, monkeypatch):
+    """A 4-D image's reductions over axes the float route splits along the first axis (each
+    plane one kernel pass: ``(0, 2)``, ``(0, 2, 3)``) or folds (``(1, 3)``, ``(0, 1, 3)``):
+    no float chunk, the float route's values bit for bit. Moments over ``(1, 3)`` and
+    ``(0, 1, 3)``, which it splits otherwise, read the floats."""
+    want = write_image(tmp_path / "f.fits.fz", 1, (1, 2, 3, 10), np.float32, (4, 6, 8, 10))
+    x = dfits.open(tmp_path / "f.fits.fz", chunks=(3, 4, 5, 10))[1].data
+    t = want[1, 1, 1, 1].item()
+
+    def requests():
+        masked = da.where(x > t, x, np.nan)
+        out = []
+        for ax in ((0, 2), (0, 2, 3), (1, 3), (0, 1, 3)):
+            out += [np.nansum(x, axis=ax), np.nanmax(x, axis=ax), (x > t).sum(axis=ax),
+                    np.nanvar(masked, axis=ax), np.nansum(masked, axis=ax),
+                    np.nanmin(masked, axis=ax)]  # fmt: skip
+            if 0 in ax and 2 in ax:
+                out.append(np.nanstd(x, axis=ax))
+        return out
+
+    got = fused_equals_floats(requests, count_floats(monkeypatch), lambda: _all_floats(monkeypatch))
+    assert len(got) == 26
+    declined = count_floats(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        dask.compute(np.nanstd(x, axis=(1, 3)))
+    assert declined["place"] == 8  # each of the 8 chunks read into floats
+
+
+def _all_floats(monkeypatch):
+    """Every fused pass declines: the chunks are read into floats."""
+    _floats_route(monkeypatch)
+    for name in ("sum_count", "extrema", "moments"):
+        monkeypatch.setattr(quantised.QuantisedTiles, name, lambda *a: None)

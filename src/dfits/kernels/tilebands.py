@@ -11,10 +11,9 @@ and steps (:func:`~dfits.kernels.bands.band_adder`), fed blocks that
 the same order as the float chunk's kernels, so the sums and counts are theirs bit for bit
 (tested). The band's moments and extremes run
 :func:`dfits.kernels.tilemoments.tile_moments` and
-:func:`dfits.kernels.tilesums.window_extrema` with the band. Axes on both sides of a kept
-one, the last among them, are folded as the float route folds them
-(:func:`~dfits.kernels.tilesums.kept_last`); other axes that need a split view are declined
-(None).
+:func:`dfits.kernels.tilesums.window_extrema` with the band. Axes that fit no kernel layout
+are folded or split as the float route folds or splits them
+(:func:`~dfits.kernels.tilefill.split_or_fold`), or declined (None).
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import BLOCK, SUM_TILE, inline
 from dfits.kernels._loaders import Kind
+from dfits.kernels._run import add_parts, fold_sums
 from dfits.kernels.bands import band_adder, band_col_loop, band_row_loop
-from dfits.kernels.tilefill import fill, fill_rows, scratch
-from dfits.kernels.tilesums import _plan, kept_last
+from dfits.kernels.tilefill import fill, fill_rows, scratch, split_or_fold
+from dfits.kernels.tilesums import _plan
 
 __all__ = ["tile_band_sum_count"]
 
@@ -73,19 +73,20 @@ def tile_band_sum_count(
 
 
 def _folded(tm, spec, shape, axes, band, dtype, counts, sums) -> tuple | None:
-    """Axes on both sides of a kept one, the last among them, as the float route reduces
-    them: over the others with the last axis kept, in float64, then summed out with numpy
-    (``fold_sums``), rounded to ``dtype`` last; other awkward axes: None."""
-    inner = kept_last(spec, shape, axes)
-    part = None if inner is None else tile_band_sum_count(
-        tm, spec, shape, inner, band, None, counts, sums
-    )  # fmt: skip
-    if part is None:
+    """Axes that fit no layout, folded or split as the float route does them: in float64
+    (``fold_sums``, ``add_parts``), rounded to ``dtype`` last."""
+
+    def one(t, sh, ax):
+        part = tile_band_sum_count(t, spec, sh, ax, band, None, counts, sums)
+        return None if part is None else [p for p in part if p is not None]
+
+    res = split_or_fold(tm, spec, shape, axes, one, fold_sums, add_parts)
+    if res is None:
         return None
-    total, n = (None if p is None else p.sum(axis=-1, dtype=p.dtype) for p in part)
+    total = res[0] if sums else None
     if total is not None and dtype is not None:
         total = total.astype(dtype)
-    return total, n
+    return total, (res[-1] if counts else None)
 
 
 @inline

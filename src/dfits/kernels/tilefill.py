@@ -23,10 +23,12 @@ from numba import njit
 from numpy.lib.stride_tricks import as_strided
 
 from dfits.kernels._loaders import Kind
+from dfits.kernels._run import _split_axis
+from dfits.kernels._shape import layout_for
 from dfits.kernels.dequantize import after_run, dequantised, random_table
 from dfits.kernels.tilegroup import quant_args
 
-__all__ = ["c_view", "fill", "fill_rows", "scratch", "tile_map"]
+__all__ = ["c_view", "fill", "fill_rows", "scratch", "split_or_fold", "tile_map"]
 
 
 def tile_map(packed, shapes, firsts, quant, shape, origin) -> tuple | None:
@@ -122,6 +124,41 @@ def fill_rows(tm, start, stride, r, w, dst):
     for ``k < r``: a column step's rows, packed ``w`` apart in the scratch."""
     for k in range(r):
         fill(tm, start + k * stride, w, dst[k * w : (k + 1) * w])
+
+
+def split_or_fold(tm, spec, shape, axes, one, fold, combine) -> list | None:
+    """Axes that fit no kernel layout (on both sides of a kept one), reduced as the float
+    route (:func:`dfits.kernels._run.run`) reduces them, or None where it splits otherwise.
+
+    ``one(tm, shape, axes)`` is the tile pass over axes that fit (its results as the float
+    kernel's outputs). With ``fold`` and the last axis reduced, the others are reduced with it
+    kept, then ``fold`` sums it out; else the float route splits along the first axis, here
+    each plane of the chunk's tiles a pass, the parts merged by ``combine``: the float
+    route's own fold and combine, on the same values.
+    """
+    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
+    if not u.size or not axes:
+        return None
+    last = axes[-1] == u.ndim - 1
+    if fold is not None and last and layout_for(u, frozenset(axes[:-1])) is not None:
+        part = one(tm, shape, axes[:-1])
+        return None if part is None else fold(list(part))
+    sub_axes = tuple(a - 1 for a in axes if a != 0)
+    if 0 not in axes or _split_axis(u, axes) != 0 or layout_for(u[0], frozenset(sub_axes)) is None:
+        return None
+    sub_shape = tuple(n for d, n in enumerate(shape[1:]) if d not in sub_axes)
+    plane_shape = (1, *shape[1:])
+    parts = []
+    for i in range(shape[0]):
+        # plane i: the same tiles' map, a one-plane chunk i planes further in them
+        origin = tm[2].copy()
+        origin[0] += i
+        plane = (tm[0], np.array(plane_shape, np.int64), origin, *tm[3:])
+        part = one(plane, plane_shape, tuple(a + 1 for a in sub_axes))
+        if part is None:
+            return None
+        parts.append([np.reshape(x, sub_shape) for x in part])
+    return combine(parts, 0)
 
 
 def scratch(kind: Kind, size: int) -> tuple[np.ndarray, np.ndarray]:

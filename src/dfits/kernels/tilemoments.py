@@ -29,7 +29,6 @@ import numpy as np
 from dfits.kernels._cache import entry
 from dfits.kernels._compile import TILE, four_rows, inline
 from dfits.kernels._loaders import Kind
-from dfits.kernels._run import _split_axis
 from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, params
 from dfits.kernels.moments import (
@@ -40,8 +39,7 @@ from dfits.kernels.moments import (
     combine_moments,
     row_block,
 )
-from dfits.kernels.tilefill import c_view, fill, scratch
-from dfits.kernels.tilesums import kept_last
+from dfits.kernels.tilefill import c_view, fill, scratch, split_or_fold
 from dfits.kernels.weighted import _TILE as _WTILE
 from dfits.kernels.weighted import _weighted_steps
 
@@ -86,29 +84,14 @@ def tile_moments(
 
 
 def _awkward(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna, band):
-    """Axes that fit no kernel layout (on both sides of a kept one), as the float route
-    (:func:`dfits.kernels._run.run`) reduces them: a band's moments with the last axis kept,
-    then folded (``_fold_moments``); the moments split along the first axis, each plane a
-    pass over the chunk's tiles, the parts merged by the same Chan combine. None where the
-    float route splits otherwise."""
-    if band is not None:
-        inner = kept_last(spec, shape, axes)
-        part = None if inner is None else tile_moments(tm, spec, shape, inner, skipna, band)
-        return None if part is None else tuple(_fold_moments(list(part)))
-    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
-    sub_axes = tuple(a - 1 for a in axes if a != 0)
-    if 0 not in axes or _split_axis(u, axes) != 0 or layout_for(u[0], frozenset(sub_axes)) is None:
-        return None
-    sub_shape = tuple(n for d, n in enumerate(shape[1:]) if d not in sub_axes)
-    parts = []
-    for i in range(shape[0]):
-        # plane i: the same tiles' map, a one-plane chunk one plane further in them
-        origin = tm[2].copy()
-        origin[0] += i
-        plane = (tm[0], np.array([1, *shape[1:]], np.int64), origin, *tm[3:])
-        part = tile_moments(plane, spec, (1, *shape[1:]), tuple(a + 1 for a in sub_axes), skipna)
-        parts.append([np.reshape(x, sub_shape) for x in part])
-    return tuple(combine_moments(parts))
+    """Axes that fit no kernel layout, as the float route reduces them
+    (:func:`~dfits.kernels.tilefill.split_or_fold`): a band's moments folded
+    (``_fold_moments``) or split, the moments split (no fold), merged by ``combine_moments``."""
+    res = split_or_fold(
+        tm, spec, shape, axes, lambda t, sh, ax: tile_moments(t, spec, sh, ax, skipna, band),
+        None if band is None else _fold_moments, combine_moments,
+    )  # fmt: skip
+    return None if res is None else tuple(res)
 
 
 @functools.cache

@@ -10,9 +10,8 @@ are the float route's bit for bit, without the float chunk. :func:`window_extrem
 extremes and the counts of valid values and NaNs (exact, whatever the order), and
 :func:`tile_indexed` the extremes with their first indices (``argmax``, a cube's peak
 velocity), for windows and whole tiles alike.
-Axes on both sides of a kept one, the last among them, are reduced with the last axis kept
-and then folded, as the float route does (:func:`kept_last`); other axes that need a split
-view are declined (None).
+Axes that fit no kernel layout are folded or split as the float route folds or splits them
+(:func:`~dfits.kernels.tilefill.split_or_fold`), or declined (None).
 """
 
 from __future__ import annotations
@@ -32,12 +31,14 @@ from dfits.kernels._compile import (
     neumaier,
 )
 from dfits.kernels._loaders import Kind, loaders
+from dfits.kernels._run import add_parts, fold_sums
 from dfits.kernels._shape import layout_for
 from dfits.kernels._spec import Spec, params
+from dfits.kernels.extrema import _combine_minmax, _fold_minmax
 from dfits.kernels.sums import _block_summer, column_adder
-from dfits.kernels.tilefill import c_view, fill, fill_rows, scratch
+from dfits.kernels.tilefill import c_view, fill, fill_rows, scratch, split_or_fold
 
-__all__ = ["kept_last", "tile_indexed", "window_extrema", "window_sum_count"]
+__all__ = ["tile_indexed", "window_extrema", "window_sum_count"]
 
 
 def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
@@ -51,33 +52,12 @@ def _plan(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
     return kind, (scale, zero, blank), layout[0], layout[1].shape, kept
 
 
-def kept_last(spec: Spec, shape: tuple[int, ...], axes: tuple[int, ...]):
-    """The reduced axes but the last, where the float kernels (:func:`dfits.kernels._run.run`)
-    reduce ``axes`` with the chunk's last axis kept, then sum it out with numpy (axes on both
-    sides of a kept one, the last among them: a cube's sum over ``(0, 2)``); else None. The
-    tile kernels then run over those axes and fold the same way: the same values."""
-    if not axes or axes[-1] != len(shape) - 1:
-        return None
-    u = c_view(shape, np.dtype(f"u{spec.stored.itemsize}"))
-    if not u.size or layout_for(u, frozenset(axes)) is not None:
-        return None
-    return axes[:-1] if layout_for(u, frozenset(axes[:-1])) is not None else None
-
-
 def window_sum_count(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna: bool):
     """``(total, n)`` over ``axes`` as :func:`dfits.kernels.sums.sum_count` gives them for
     the dequantised chunk (float64 sums), or None."""
     plan = _plan(spec, shape, axes)
     if plan is None:
-        inner = kept_last(spec, shape, axes)
-        part = None if inner is None else window_sum_count(tm, spec, shape, inner, skipna)
-        if part is None:
-            return None
-        # the float route's fold (``fold_sums``); counts never missing stay one broadcast
-        total, n = part
-        every = np.int64(np.prod([shape[a] for a in axes], dtype=np.int64))
-        counts = n.sum(axis=-1, dtype=n.dtype) if n.strides[-1] else every
-        return total.sum(axis=-1, dtype=total.dtype), np.broadcast_to(counts, total.shape[:-1])
+        return _awkward_sums(tm, spec, shape, axes, skipna)
     kind, p, form, vshape, kept = plan
     counted = skipna and kind.can_be_missing
     rows, cols = _sum_kernels(kind, counted)
@@ -96,6 +76,23 @@ def window_sum_count(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna
         return total, n
     every = np.int64(np.prod([shape[a] for a in axes], dtype=np.int64))
     return total, np.broadcast_to(every, kept)
+
+
+def _awkward_sums(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], skipna: bool):
+    """:func:`window_sum_count` over axes that fit no layout, folded or split as
+    :func:`dfits.kernels.sums.sum_count` does (counts only where some can be missing)."""
+    kind = params(c_view(shape, np.dtype(f"u{spec.stored.itemsize}")), spec)[0]
+    counted = skipna and kind.can_be_missing
+
+    def one(t, sh, ax):
+        part = window_sum_count(t, spec, sh, ax, skipna)
+        return None if part is None else part[: 1 + counted]
+
+    res = split_or_fold(tm, spec, shape, axes, one, fold_sums, add_parts)
+    if res is None or counted:
+        return res if res is None else (res[0], res[1])
+    every = np.int64(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return res[0], np.broadcast_to(every, res[0].shape)
 
 
 @functools.cache
@@ -168,14 +165,13 @@ def window_extrema(tm: tuple, spec: Spec, shape, axes: tuple[int, ...], want_max
     (:func:`dfits.kernels.extrema` with ``band``: the peak of ``where(x > t)``)."""
     plan = _plan(spec, shape, axes)
     if plan is None:
-        inner = kept_last(spec, shape, axes)
-        part = None if inner is None else window_extrema(tm, spec, shape, inner, want_max, band)
-        if part is None:
-            return None
-        # the float route's fold (``extrema._fold_minmax``)
-        val, valid, nans = part
-        pick = np.fmax if want_max else np.fmin
-        return pick.reduce(val, axis=-1), valid.sum(-1), nans.sum(-1)
+        res = split_or_fold(
+            tm, spec, shape, axes,
+            lambda t, sh, ax: window_extrema(t, spec, sh, ax, want_max, band),
+            functools.partial(_fold_minmax, want_max=want_max),
+            functools.partial(_combine_minmax, want_max=want_max),
+        )  # fmt: skip
+        return None if res is None else tuple(res)
     kind, p, form, vshape, kept = plan
     p = (*p, *((-np.inf, np.inf) if band is None else (float(band[0]), float(band[1]))))
     geo = (vshape[0], vshape[1], 1) if form == "rows" else vshape
