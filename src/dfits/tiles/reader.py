@@ -97,7 +97,9 @@ class TileReader:
         counts = tuple(max(sl.stop - sl.start, 0) for sl in region)
         rows = self.rows(region)
         index = self.lookup(rows)
-        cover = covering(self.tiles, region, counts, self.spec.stored.itemsize)
+        stored = self.spec.stored
+        cover = covering(self.tiles, region, counts, stored.itemsize)
+        size = extent(cover)
         group = self._group(rows, index, cover)
         if group is not None and group[3] is not None and self._fusable():
             # quantised floats stay integers until a reduction reads them (fused) or
@@ -106,26 +108,28 @@ class TileReader:
             origin = tuple(r.start - c.start for r, c in zip(region, cover, strict=True))
             pending = QuantisedTiles(*group, counts, self.spec, origin)
             return StoredChunk(None, self.spec, pending)
-        stored = self.spec.stored
         cut = tuple(
             slice(r.start - c.start, r.stop - c.start) for r, c in zip(region, cover, strict=True)
         )
-        if group is not None and in_order(group, extent(cover), stored):
+        if group is not None and in_order(group, size, stored):
             # the decoded tiles already lie one after another in the C order of the chunk
             # (or of a stamp's cover: row tiles, whole planes): no placing pass, and for a
             # chunk no copy at all
-            out = group[0].reshape(extent(cover))
+            out = group[0].reshape(size)
             out = out if cover == region else out[cut].copy()
-        elif group is not None and cover != region and group[0].dtype == stored and (
-            whole := side_by_side(group, self.tiles.tile, extent(cover))
-        ) is not None:
+        elif (
+            group is not None
+            and cover != region
+            and group[0].dtype == stored
+            and (whole := side_by_side(group, self.tiles.tile, size)) is not None
+        ):
             out = whole[cut].copy()  # a stamp's cover of whole tiles: no placing pass
         elif group is not None:
             from dfits.kernels import tilegroup
 
             packed, shapes, firsts, quant = group
             out = np.empty(counts, stored)
-            whole = out if cover == region else np.empty(extent(cover), stored)
+            whole = out if cover == region else np.empty(size, stored)
             tilegroup.place_group(packed, whole, shapes, firsts, quant)
             if whole is not out:
                 out[...] = whole[cut]
@@ -161,7 +165,9 @@ class TileReader:
         edges = zip(region, tiles.tile, tiles.shape, strict=True)
         if any(sl.start % t or (sl.stop % t and sl.stop != n) for sl, t, n in edges):
             return None
-        lo = np.stack(np.unravel_index(rows, tiles.grid), axis=1) * tiles.tile
+        grid = tiles.grid
+        steps = [math.prod(grid[d + 1 :]) for d in range(len(grid))]  # the grid's C strides
+        lo = rows[:, None] // steps % grid * tiles.tile
         hi = np.minimum(lo + tiles.tile, tiles.shape)
         start = [sl.start for sl in region]
         npix = (hi - lo).prod(axis=1)
@@ -388,4 +394,3 @@ def _overlap(place: tuple[slice, ...], region: tuple[slice, ...]):
         src.append(slice(lo - p.start, hi - p.start))
         dst.append(slice(lo - r.start, hi - r.start))
     return tuple(src), tuple(dst)
-
