@@ -224,8 +224,10 @@ def _store(q, n, kind, blocksize, out, pos):
 
 
 @inline
-def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts):
-    # ip: tile rows, tile columns, first tile, kind, Rice block size, dither method, ZDITHER0
+def _quantise_tiles(x, words, ip, level, rows, out, pos, sizes, scale, zero, values, starts, total):
+    # ip: tile rows, tile columns, first tile, kind, Rice block size, dither method, ZDITHER0;
+    # words: x's native 32-bit words (its values as FITS stores them, for ZDATASUM), summed
+    # into total[0] for every tile gathered (the exact one it stops at too)
     ty, tx, start, kind, blocksize = ip[0], ip[1], ip[2], ip[3], ip[4]
     method, dither0 = ip[5], ip[6]
     planes, ny, nx = x.shape
@@ -236,6 +238,7 @@ def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, st
     v, d = np.empty(ty * tx, np.float64), np.empty(ty * tx, np.float64)
     meds, sample = np.empty(ty, np.float64), np.empty(_SAMPLE, np.float64)
     bound = 5 * ty * tx + 64  # RICE_1 of 32-bit levels, every block raw, and the raw forms
+    per = words.shape[2] // nx  # words per value: 1 (float32) or 2 (float64)
     for k in range(start, ntiles):
         if pos + bound > out.size:
             return k, pos, False
@@ -243,9 +246,14 @@ def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, st
         y0, x0 = (rest // gx) * ty, (rest % gx) * tx
         h, w = min(ty, ny - y0), min(tx, nx - x0)
         n = h * w
+        acc = np.uint64(0)
         for r in range(h):
             for c in range(w):
                 t[r * w + c] = x[p, y0 + r, x0 + c]
+            for c in range(per * x0, per * (x0 + w)):  # the row just read, still in cache
+                acc += np.uint64(words[p, y0 + r, c])
+        acc += total[0]
+        total[0] = (acc & np.uint64(4294967295)) + (acc >> np.uint64(32))
         ok, s, z = _scaling(t, n, h, w, level, v, d, meds, sample)
         if not ok:
             return k, pos, True
@@ -257,9 +265,12 @@ def _quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, st
     return ntiles, pos, False
 
 
-def quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts):
-    """Run the kernel (see the module); ``(next tile, end of out, next tile is exact)``."""
-    return _kernel(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts)
+def quantise_tiles(x, ip, level, rows, out, pos, sizes, scale, zero, values, starts, total):
+    """Run the kernel (see the module); ``(next tile, end of out, next tile is exact)``.
+    ``total[0]`` gains the sum of the 32-bit words of the tiles' values as FITS stores them
+    (``x`` is native: those words are its own, read as native integers)."""
+    words = x.view(np.uint32)
+    return _kernel(x, words, ip, level, rows, out, pos, sizes, scale, zero, values, starts, total)
 
 
 _kernel = entry(_quantise_tiles)

@@ -129,6 +129,9 @@ class Batch:
     scale: np.ndarray
     zero: np.ndarray
     pieces: list
+    #: quantised floats: the ones'-complement sum of the tiles' values as an uncompressed
+    #: image stores them (each on a word boundary, so wherever they lie); None otherwise
+    stored_sum: int | None = None
 
 
 def tile_regions(spec: TileSpec, starts: tuple[int, ...], block: tuple[int, ...]):
@@ -211,11 +214,12 @@ def _float_runs(
     n = rows.size
     data, scale, zero = np.zeros(n, np.int64), np.zeros(n), np.zeros(n)
     values, starts = random_table()
+    total = np.zeros(1, np.uint64)
     k = 0
     while k < n:
-        ip[2] = k
+        ip[2], total[0] = k, 0
         stop, end, exact = quantise_tiles(
-            x3, ip, float(spec.level), rows, out, 0, data, scale, zero, values, starts
+            x3, ip, float(spec.level), rows, out, 0, data, scale, zero, values, starts, total
         )
         sizes = np.zeros((stop + exact - k, 2), np.int64)
         pieces = _finish(spec, out, data, k, stop, end, _widths(x3.shape, tile), sizes)
@@ -224,7 +228,7 @@ def _float_runs(
             sizes[-1, 1] = len(fallback)
             pieces.append(fallback)
         nxt = stop + int(exact)
-        yield Batch(rows[k:nxt], sizes, scale[k:nxt], zero[k:nxt], pieces)
+        yield Batch(rows[k:nxt], sizes, scale[k:nxt], zero[k:nxt], pieces, _fold(total[0]))
         k = nxt
 
 
@@ -233,6 +237,13 @@ def _widths(shape: tuple[int, ...], tile: tuple[int, int]) -> np.ndarray:
     gy, gx = -(-shape[1] // tile[0]), -(-shape[2] // tile[1])
     w = np.minimum(tile[1], shape[2] - np.arange(gx) * tile[1])
     return np.tile(w, shape[0] * gy)
+
+
+def _fold(total: np.uint64) -> int:
+    s = int(total)
+    while s > 0xFFFFFFFF:
+        s = (s & 0xFFFFFFFF) + (s >> 32)
+    return s
 
 
 def _finish(spec, out, data, k, stop, end, widths, sizes) -> list:
