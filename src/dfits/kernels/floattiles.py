@@ -19,7 +19,9 @@ columns; tiles of ``ty`` × ``tx`` within each plane, in the table's order) from
 It returns the tile it stopped at and the end of ``out`` used; it stops early when the next
 tile might not fit. No Python runs per tile, and no allocation but the call's scratch. The
 medians come from a selection in place (Hoare's, as cfitsio's ``quick_select``) that returns
-what ``numpy.median`` does, the mean of the two middle values for an even count.
+what ``numpy.median`` does, the mean of the two middle values for an even count. The
+selection and the row medians are called, not inlined: inlined in each of their places they
+made the kernel take 32 s to compile (5 s now), for no speed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from dfits.kernels._cache import entry
-from dfits.kernels._compile import inline
+from dfits.kernels._compile import inline, jit
 from dfits.kernels.riceencode import encode_into
 
 __all__ = ["dither_into", "fast_median", "median_inplace", "noise_of", "quantise_tiles"]
@@ -63,7 +65,7 @@ def dither_into(x, q, scale, zero, method, iseed, values, starts):
                 nextrand = starts[iseed]
 
 
-@inline
+@jit
 def _select(a, lo, hi, k):
     # a[k] once a[lo:hi+1] is partitioned around it (cfitsio's quick_select, any k)
     while True:
@@ -144,7 +146,7 @@ def fast_median(a, n, buf, sample):
     return median_inplace(a, n)
 
 
-@inline
+@jit
 def _row_median(t, start, n, v, d, sample):
     # median of |2 v[i] - v[i-2] - v[i+2]| over the finite values of t[start:start+n]
     k = 0
