@@ -2,7 +2,8 @@
 
 The contract: :func:`quantise_tiles` walks the tiles of a 3-D block of floats (planes, rows,
 columns; tiles of ``ty`` × ``tx`` within each plane, in the table's order) from tile
-``start``, and for each one computes, exactly as the tiled image convention's writers do:
+``start``, and for each one computes (what :mod:`dfits.kernels.tileencode` has always written;
+the noise is cfitsio's "noise3"):
 
 * its range and count of non-NaN values, and its noise ("noise3": per tile row, the median of
   ``|2 v[i] - v[i-2] - v[i+2]|`` over the row's finite values, rows of fewer than 5 skipped;
@@ -11,10 +12,10 @@ columns; tiles of ``ty`` × ``tx`` within each plane, in the table's order) from
   cannot be quantised (infinities, no noise, a range wider than 32-bit levels): then it stops
   *before* that tile, flagged, for the caller to store it exactly;
 * the dithered levels (:func:`dither_into`, the sequence :mod:`dfits.kernels.dequantize` reads
-  back with), written to ``out`` at
-  ``pos`` as RICE_1 (``kind`` 0, :func:`dfits.kernels.riceencode.encode_into`), big-endian
-  int32 (1: GZIP_1 and NOCOMPRESS, deflated by the caller), the bytes shuffled by significance
-  (2: GZIP_2) or native int32 (3: HCOMPRESS_1's input).
+  back with), written to ``out`` at ``pos`` as RICE_1 (``kind`` 0,
+  :func:`dfits.kernels.riceencode.encode_into`), big-endian int32 (1: GZIP_1 and NOCOMPRESS,
+  deflated by the caller), the bytes shuffled by significance (2: GZIP_2) or native int32 (3:
+  HCOMPRESS_1's input).
 
 It returns the tile it stopped at and the end of ``out`` used; it stops early when the next
 tile might not fit. No Python runs per tile, and no allocation but the call's scratch. The
