@@ -46,8 +46,8 @@ def test_noise_equals_numpy_median(shape, dtype):
             assert noise3(tile) == pytest.approx(noise3_oracle(tile), rel=1e-14)
 
 
-def _image() -> np.ndarray:
-    x = np.random.default_rng(5).normal(10, 2, (45, 70)).astype("f4")
+def _image(dtype: str = "f4") -> np.ndarray:
+    x = np.random.default_rng(5).normal(10, 2, (45, 70)).astype(dtype)
     x[3] = 7.0  # a constant row: stored exactly
     x[10, 5] = np.inf  # a tile with an infinity: exactly too
     x[12] = np.nan  # all NaN
@@ -58,15 +58,16 @@ def _image() -> np.ndarray:
 @pytest.mark.parametrize("algorithm", ["RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS", "HCOMPRESS_1"])
 @pytest.mark.parametrize("tile", [None, (8, 16)])
 @pytest.mark.parametrize("buffer", [64, 1 << 20])
-def test_block_equals_tiles_one_by_one(algorithm, tile, buffer):
-    x = _image()
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_block_equals_tiles_one_by_one(algorithm, tile, buffer, dtype):
+    x = _image(dtype)
     if algorithm == "HCOMPRESS_1" and tile is None:
         tile = (16, 70)
-    spec = parse_compression(x.shape, parse_storage("f4", "x"), "x", compression=algorithm,
+    spec = parse_compression(x.shape, parse_storage(dtype, "x"), "x", compression=algorithm,
                              tile_shape=tile, dither_seed=9)  # fmt: skip
     starts = (spec.tile[0], 0)  # a block that is not the image's first
     block = x[starts[0] :]
-    spec = parse_compression(x.shape, parse_storage("f4", "x"), "x", compression=algorithm,
+    spec = parse_compression(x.shape, parse_storage(dtype, "x"), "x", compression=algorithm,
                              tile_shape=spec.tile, dither_seed=9)  # fmt: skip
     heap, rows, sizes, scale, zero, count = b"", [], [], [], [], 0
     for b in encode_block(spec, block, starts, np.empty(buffer, np.uint8)):
