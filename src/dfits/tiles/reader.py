@@ -211,8 +211,11 @@ class TileReader:
 
     def _fusable(self) -> bool:
         """True when reductions may run on the quantised integers: physical values are the
-        dequantised floats themselves (no BSCALE/BZERO of the image on top)."""
-        return not self.raw and self.spec.mode == "raw" and self.spec.error is None
+        dequantised floats themselves (no BSCALE/BZERO of the image on top). Integer images
+        with a ZSCALE column are dequantised and then truncated to their integers (astropy's
+        rule), which the fused float kernels do not do."""
+        fine = not self.raw and self.spec.mode == "raw" and self.spec.error is None
+        return fine and self.tiles.zbitpix < 0
 
     def _quantisation(self, rows: np.ndarray, index: Descriptors):
         """Per-tile (scale, zero, blank, method, first dither index) of quantised tiles."""
