@@ -208,3 +208,31 @@ CARD = st.one_of(
 def test_generated_headers_match_astropy(cards):
     raw = fg.header(cards)
     check_header(Header(raw), fits.Header.fromstring(raw))
+
+
+ODD = [
+    *SAMPLE,
+    "BAD     = 'unterminated",
+    "JUNK    = abc / text",
+    "A= B    = 1",  # a value indicator before column 9: the card's value is not "1"
+    "END     = 5",  # an END card that does not end the header: value "= 5", as astropy
+    b"NBSP    = 1 / \xa0",
+    "EMPTY   =",
+]
+
+
+def test_valid_at_is_card_valid():
+    # valid_at takes a shortcut for plain cards (the structural check of compressed HDUs)
+    h = Header(b"".join(_image(c) for c in ODD))
+    assert [h.valid_at(i) for i in range(h.ncards)] == [c.valid for c in h.cards]
+    assert [h.value_at(i) for i in range(h.ncards)] == [c.value for c in h.cards]
+    assert h["END"] == fits.Header.fromstring(_image("END     = 5"))["END"] == "= 5"
+    assert h.valid_at(-1) == h.cards[-1].valid
+    with pytest.raises(IndexError):
+        h.valid_at(h.ncards)
+
+
+def _image(card) -> bytes:
+    if isinstance(card, bytes):
+        return card.ljust(80)
+    return fg.header([card])[:80]

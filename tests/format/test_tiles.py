@@ -134,3 +134,15 @@ def test_unusable_other_card_is_read_around():
     h = dict(QUANTISED, OBJECT="M13")
     t = parse_tiles(stored(h, "OBJECT", b"OBJECT  = 'M13' / \xa0"), "x")
     assert [c.name for c in t.columns] == ["COMPRESSED_DATA", "ZSCALE"]
+
+
+def test_unusable_structural_card_after_a_good_header_with_the_same_keywords():
+    # the structural positions are kept per keyword index: a second header with the same
+    # keywords but a bad value is still refused, and a good one after it still reads
+    h = dict(QUANTISED, ZNAME1="BLOCKSIZE", ZVAL1=32)
+    good = stored(h, "ZVAL1", b"ZVAL1   =                   32")
+    assert parse_tiles(good, "x").blocksize == 32
+    bad = stored(h, "ZVAL1", b"ZVAL1   =                 3 2x")
+    with pytest.raises(HeaderError, match=r"HDU 1.*ZVAL1 card b'ZVAL1   =  .*3 2x'.*printable"):
+        parse_tiles(bad, "file 'x.fits', HDU 1")
+    assert parse_tiles(good, "x").blocksize == 32

@@ -46,8 +46,9 @@ _PRINTABLE = bytes(range(32, 127))
 # Parses of 70-byte value fields, shared by all headers; cleared when full.
 _VALUES: dict[bytes, tuple[Value, bool]] = {}
 _VALUES_LIMIT = 1 << 14
-# Keywords whose cards never carry a value, even with "= " in columns 9-10 (astropy).
-_NO_VALUE = frozenset({"", "COMMENT", "HISTORY", "CONTINUE"})
+# Keywords whose cards never carry a value, even with "= " in columns 9-10 (astropy: an
+# "END     = 5" card that does not end the header has the value "= 5").
+_NO_VALUE = frozenset({"", "COMMENT", "HISTORY", "CONTINUE", "END"})
 
 
 def index_cards(raw: bytes, ncards: int) -> tuple[KeywordIndex, tuple[int, ...]]:
@@ -145,8 +146,10 @@ class Header(Mapping[str, Any]):
             card = cards[i] = parse_card(self._raw[start * CARD_SIZE : stop * CARD_SIZE])
         return card
 
-    def _value(self, i: int) -> Value:
-        # The hot path of every lookup: the layout is built by the caller.
+    def _plain(self, i: int) -> tuple[Value, bool] | None:
+        """``(value, valid)`` of logical card ``i`` when it is a plain single card (``= `` in
+        columns 9-10, printable, no ``CONTINUE``): its value field parsed alone, once per
+        distinct field. None for any other card. The layout is built by the caller."""
         layout = self._layout
         assert layout is not None
         starts = layout.starts
@@ -154,23 +157,44 @@ class Header(Mapping[str, Any]):
         pos = start * CARD_SIZE
         raw = self._raw
         if (
-            raw[pos + 8 : pos + 10] == b"= "
-            and (starts is None or self._span(i)[1] == start + 1)
-            and start not in self._bad
-            and layout.names[i] not in _NO_VALUE
+            raw[pos + 8 : pos + 10] != b"= "
+            or (starts is not None and self._span(i)[1] != start + 1)
+            or start in self._bad
+            or layout.names[i] in _NO_VALUE
+            or b"=" in raw[pos : pos + 8]  # a value indicator before column 9: parse_card's
         ):
-            # A plain single card: parse its value field alone, once per distinct field.
-            field = raw[pos + 10 : pos + CARD_SIZE]
-            found = _VALUES.get(field)
-            if found is None:
-                value, _, valid = parse_value(field.decode("ascii"))
-                found = (value, valid)
-                if len(_VALUES) >= _VALUES_LIMIT:
-                    _VALUES.clear()
-                _VALUES[field] = found
-            if found[1]:
-                return found[0]
+            return None
+        field = raw[pos + 10 : pos + CARD_SIZE]
+        found = _VALUES.get(field)
+        if found is None:
+            value, _, valid = parse_value(field.decode("ascii"))
+            found = (value, valid)
+            if len(_VALUES) >= _VALUES_LIMIT:
+                _VALUES.clear()
+            _VALUES[field] = found
+        return found
+
+    def _value(self, i: int) -> Value:
+        # The hot path of every lookup.
+        found = self._plain(i)
+        if found is not None and found[1]:
+            return found[0]
         return self._card(i).value
+
+    def valid_at(self, index: int) -> bool:
+        """Whether the card at ``index`` is printable and its value parses (:attr:`Card.valid`),
+        without parsing the whole card when it is a plain one.
+
+        Examples
+        --------
+        >>> h = Header(b"".join(c.ljust(80) for c in [b"A       = 1", b"B       = 'x"]))
+        >>> h.valid_at(0), h.valid_at(1)
+        (True, False)
+        """
+        names = (self._layout or self._index()).names
+        i = range(len(names))[index]  # IndexError as value_at's
+        found = self._plain(i)
+        return found[1] if found is not None else self._card(i).valid
 
     # -- mapping ----------------------------------------------------------------------------
     def __getitem__(self, key: str | int | tuple[str, int]) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 from dfits.errors import HeaderError
 from dfits.format.descriptors import Column, parse_columns
 from dfits.format.header import Header
+from dfits.format.keywords import KeywordIndex
 
 __all__ = ["ALGORITHMS", "QUANTIZE_METHODS", "TileLayout", "parse_tiles"]
 
@@ -50,6 +51,9 @@ _STRUCTURAL = re.compile(
     r"|ZQUANTIZ|ZDITHER0|ZSCALE|ZZERO|ZBLANK"
 )
 _MAX_VALUES = 2**62
+# Structural card positions by shared keyword index (see _structural); cleared when full.
+_STRUCTURAL_AT: dict[KeywordIndex, tuple[int, ...]] = {}
+_STRUCTURAL_LIMIT = 1 << 10
 
 
 @dataclass(frozen=True)
@@ -176,13 +180,30 @@ def _check_cards(header: Any, prefix: str) -> None:
     other mappings hold values already parsed)."""
     if not isinstance(header, Header):
         return
-    for key in header:
-        if _STRUCTURAL.fullmatch(key) and not header.card(key).valid:
+    for i in _structural(header.keyword_index):
+        # valid_at: a plain card's value field is parsed once per distinct field (the
+        # lookups that follow reuse it), not the whole card at every open
+        if not header.valid_at(i):
             raise HeaderError(
-                f"{prefix}{key} card {header.card_bytes(header.index(key)).rstrip()!r} holds "
-                "bytes outside printable ASCII or a value that does not parse; it places the "
-                "compressed tiles, so the image cannot be read"
+                f"{prefix}{header.keyword_index.keywords[i]} card "
+                f"{header.card_bytes(i).rstrip()!r} holds bytes outside printable ASCII or a "
+                "value that does not parse; it places the compressed tiles, so the image "
+                "cannot be read"
             )
+
+
+def _structural(index: KeywordIndex) -> tuple[int, ...]:
+    """Positions of the first card of each structural keyword, in order (a function of the
+    keywords alone: kept per shared index, so alike headers find them with one lookup)."""
+    found = _STRUCTURAL_AT.get(index) if index.shared else None
+    if found is None:
+        first = index.first
+        found = tuple(i for i in sorted(first.values()) if _STRUCTURAL.fullmatch(index.keywords[i]))
+        if index.shared:
+            if len(_STRUCTURAL_AT) >= _STRUCTURAL_LIMIT:
+                _STRUCTURAL_AT.clear()
+            _STRUCTURAL_AT[index] = found
+    return found
 
 
 def _number(header: Any, key: str, prefix: str, kind: type) -> Any:
