@@ -8,9 +8,10 @@ the noise is cfitsio's "noise3"):
 * its range and count of non-NaN values, and its noise ("noise3": per tile row, the median of
   ``|2 v[i] - v[i-2] - v[i+2]|`` over the row's finite values, rows of fewer than 5 skipped;
   the median of those medians × 0.6052697; when every row is too short, the rows joined);
-* ZSCALE (noise / level, or -level) and ZZERO (the middle of the range), or that the tile
-  cannot be quantised (infinities, no noise, a range wider than 32-bit levels): then it stops
-  *before* that tile, flagged, for the caller to store it exactly;
+* ZSCALE (noise / level, or -level) and ZZERO (cfitsio's zero point: levels just above the
+  reserved values with NaN or SUBTRACTIVE_DITHER_2, else from 0, else centred), or that the
+  tile cannot be quantised (infinities, no noise, a range wider than 32-bit levels): then it
+  stops *before* that tile, flagged, for the caller to store it exactly;
 * the dithered levels (:func:`dither_into`, the sequence :mod:`dfits.kernels.dequantize` reads
   back with), written to ``out`` at ``pos`` as RICE_1 (``kind`` 0,
   :func:`dfits.kernels.riceencode.encode_into`), big-endian int32 (1: GZIP_1 and NOCOMPRESS,
@@ -37,7 +38,9 @@ __all__ = ["dither_into", "fast_median", "median_inplace", "noise_of", "quantise
 
 _N_RANDOM = 10000
 _RESERVED = 10  # integers at the bottom of int32 kept for NULL_VALUE, ZERO_VALUE and others
-_LIMIT = 2.0 * (2147483647 - _RESERVED) - 4.0  # widest range of levels that fits
+_ABOVE_RESERVED = 2147483637.0  # -(NULL_VALUE + N_RESERVED_VALUES): cfitsio's shift
+_LIMIT = 2.0 * 2147483647.0 - _RESERVED  # cfitsio's widest range of levels it quantises
+_LOWEST = -2147483644.0  # lowest undithered level: rounded with dither, > ZERO_VALUE
 _SAMPLE = 256  # values sampled to bracket a median (fast_median)
 _BRACKET = 24  # ranks either side of the sample's middle: 3 sigma of the median's rank in it
 
@@ -190,21 +193,48 @@ def noise_of(t, h, w):
 
 
 @inline
-def _scaling(t, n, h, w, level, v, d, meds, sample):
+def _fits(lo, hi, delta, zero):
+    # every level of the range, dithered (± 1) and rounded, above ZERO_VALUE and within int32
+    return (lo - zero) / delta >= _LOWEST and (hi - zero) / delta <= 2147483646.0
+
+
+@inline
+def _zero_point(lo, hi, delta, method, nans):
+    # (ok, ZZERO): cfitsio's (fits_quantize_float/_double), levels GZIP packs well: just above
+    # the reserved values with NaN or DITHER_2 (lo - delta * (NULL_VALUE + N_RESERVED_VALUES)),
+    # else from 0 (lo rounded to a multiple of delta, trunc as C's (LONGLONG) cast), else
+    # centred; centred too where float rounding would put a level out of int32 or on a
+    # reserved value (cfitsio's own would overflow there), and exact where even that would
+    if nans or method == 2:
+        zero = lo + delta * _ABOVE_RESERVED
+    elif (hi - lo) / delta < 2147483647.0 - _RESERVED:
+        zero = np.trunc(lo / delta + 0.5) * delta
+    else:
+        zero = (lo + hi) / 2
+    if _fits(lo, hi, delta, zero):
+        return True, zero
+    zero = (lo + hi) / 2
+    return _fits(lo, hi, delta, zero), zero
+
+
+@inline
+def _scaling(t, n, h, w, level, method, v, d, meds, sample):
     # (ok, ZSCALE, ZZERO): ok False when the tile must be stored exactly
     lo, hi, count = np.inf, -np.inf, 0
     for i in range(n):
         x = np.float64(t[i])
         if not np.isnan(x):
             lo, hi, count = min(lo, x), max(hi, x), count + 1
-    if count == 0:
-        return True, 1.0, 0.0  # all NaN: every level is ZBLANK, any scale will do
+    if count == 0:  # all NaN: every level is ZBLANK; cfitsio's dummy range 0..1, noise 1
+        delta = -level if level < 0 else 1.0 / level
+        return True, delta, delta * _ABOVE_RESERVED
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return False, 0.0, 0.0
     delta = -level if level < 0 else _noise(t, h, w, v, d, meds, sample) / level
     if not delta > 0 or (hi - lo) / delta > _LIMIT:
         return False, 0.0, 0.0
-    return True, delta, (lo + hi) / 2
+    ok, zero = _zero_point(lo, hi, delta, method, count < n)
+    return ok, delta, zero
 
 
 @inline
@@ -257,7 +287,7 @@ def _quantise_tiles(x, words, ip, level, rows, out, pos, sizes, scale, zero, val
                 acc += np.uint64(words[p, y0 + r, c])
         acc += total[0]
         total[0] = (acc & np.uint64(4294967295)) + (acc >> np.uint64(32))
-        ok, s, z = _scaling(t, n, h, w, level, v, d, meds, sample)
+        ok, s, z = _scaling(t, n, h, w, level, method, v, d, meds, sample)
         if not ok:
             return k, pos, True
         iseed = (rows[k] + dither0 - 1) % _N_RANDOM

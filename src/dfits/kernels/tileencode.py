@@ -7,7 +7,8 @@ a block's tiles in batches. Integers are stored losslessly (RICE_1 through
 with the bytes of each value shuffled by significance, through ``zlib`` in gzip format;
 NOCOMPRESS as the big-endian bytes). Floats are quantised to 32-bit integers first: ZSCALE is
 the tile's noise (cfitsio's "noise3", the median of ``|2 v[i] - v[i-2] - v[i+2]|`` × 0.6052697
-over rows) divided by the level, ZZERO the middle of its range; then ``q = rint((x - ZZERO) /
+over rows) divided by the level, ZZERO cfitsio's zero point (levels just above the reserved
+values with NaN or SUBTRACTIVE_DITHER_2, else from 0); then ``q = rint((x - ZZERO) /
 ZSCALE + r - 0.5)`` with ``r`` the convention's subtractive dither (the sequence
 :mod:`dfits.kernels.dequantize` reads back with), NaN as -2147483647 (ZBLANK) and, for
 SUBTRACTIVE_DITHER_2, an exact 0.0 as -2147483646. A float tile that cannot be quantised (no
