@@ -118,14 +118,14 @@ def test_abort_waits_for_the_chunk_task_in_flight(tmp_path, monkeypatch):
     p = tilewriter.plan(str(tmp_path / "y.fits"), graph_plan_hdus(x), overwrite=False)
     tilewriter.create(p)
     started, release = threading.Event(), threading.Event()
-    encode = tilewriter.encode_block
+    encode = tilewriter.int_batches  # the ramp is int: the integer tiles kernel
 
     def slow(*args):
         started.set()
         release.wait(5)
         yield from encode(*args)
 
-    monkeypatch.setattr(tilewriter, "encode_block", slow)
+    monkeypatch.setattr(tilewriter, "int_batches", slow)
     outcome: list[BaseException] = []
 
     def task():

@@ -4,10 +4,10 @@ The contract: a :class:`ZPlan` (picklable: paths, tile specs and cards, no data)
 HDUs — an empty primary, then one ``ZIMAGE`` binary table per image. :func:`create` makes the
 (empty) temporary file beside the target. Each :func:`write_chunk`, in any thread or process
 that sees the same filesystem, compresses the whole tiles of one chunk
-(:func:`~dfits.kernels.tileencode.encode_block`) into a scratch file of its own beside the
-target, holding about :data:`~dfits.write.fitswriter.BUFFER` bytes at once (a buffer per thread,
-reused), and returns only
-numbers: per tile its table row, byte counts and ZSCALE/ZZERO, and the chunk's
+(:func:`~dfits.kernels.inttiles.int_batches`, :func:`~dfits.kernels.tileencode.encode_block`)
+into a scratch file of its own beside the target, holding about
+:data:`~dfits.write.fitswriter.BUFFER` bytes at once (a buffer per thread, reused), and returns
+only numbers: per tile its table row, byte counts and ZSCALE/ZZERO, and the chunk's
 ones'-complement sum. :func:`assemble` then writes, per HDU, the table header and rows (now
 that the heap's size and the descriptors are known), copies the scratch heaps after them in
 chunk order (``copy_file_range``: no pass through memory), sets DATASUM/CHECKSUM from the
@@ -43,6 +43,7 @@ from dfits.format.imagehdu import UserCard, image_header
 from dfits.format.ztable import TileSpec, table_header, table_rows
 from dfits.io.rangelock import range_lock
 from dfits.kernels.checksum import encode_rows, value_sum, word_sum
+from dfits.kernels.inttiles import KINDS, int_batches
 from dfits.kernels.tileencode import encode_block
 from dfits.write import fitswriter
 from dfits.write.fitswriter import BUFFER, pwrite_all, summed_header
@@ -204,8 +205,11 @@ def _write_chunk(
 
 
 def _batches(p: ZPlan, hdu: int, spec: TileSpec, v: np.ndarray, starts: tuple[int, ...]):
-    """The chunk's tiles in batches, encoded into this thread's heap buffer."""
+    """The chunk's tiles in batches, into this thread's heap buffer (integers: inttiles)."""
     out = _heap_buffer()
+    if spec.storage.bitpix > 0 and spec.algorithm in KINDS:  # one kernel call per batch
+        yield from int_batches(spec, v, starts, out)
+        return
     try:
         yield from encode_block(spec, v, starts, out)
     except ValueError as err:  # values the algorithm cannot hold (PLIO's range)
@@ -213,8 +217,7 @@ def _batches(p: ZPlan, hdu: int, spec: TileSpec, v: np.ndarray, starts: tuple[in
 
 
 def _heap_buffer() -> np.ndarray:
-    """This thread's buffer of compressed bytes (:data:`BUFFER`), allocated once and reused:
-    a fresh one per chunk would be faulted in again each time."""
+    """This thread's buffer of compressed bytes (:data:`BUFFER`), allocated once, reused."""
     buf = getattr(_local, "heap", None)
     if buf is None:
         buf = _local.heap = np.empty(BUFFER, np.uint8)
