@@ -277,6 +277,35 @@ def test_every_error_path_leaves_nothing_held_after_close(tmp_path, kind, unlink
     assert not _cached(path)
 
 
+def test_acquire_and_release_hold_like_use(files):
+    # the read path's acquire/release pair (no context manager) holds as use() does
+    cache = Descriptors(limit=1)
+    before = _open_fds()
+    entry = cache.acquire((files[0], 0, 0))
+    cache.close((files[0], 0, 0))
+    assert os.pread(entry.fd, 6, 0) == b"SIMPLE"  # closed only by its last user
+    assert _open_fds() == before + 1
+    cache.release(entry)
+    assert _open_fds() == before
+    with pytest.raises(FileNotFoundError):
+        cache.acquire((files[0] + ".gone", 0, 0))
+    assert _open_fds() == before
+
+
+def test_a_read_of_a_removed_or_replaced_file_raises(files):
+    source = local.LocalSource.open(files[2])
+    assert source.read_exact(0, 6) == b"SIMPLE"
+    source.close()
+    os.unlink(files[2])
+    with pytest.raises(dfits.errors.FileChangedError, match="removed since it was opened"):
+        source.read(0, 6)
+    with open(files[2], "wb") as out:
+        out.write(image_file((4, 6), bitpix=16))
+    with pytest.raises(dfits.errors.FileChangedError, match="changed since it was opened"):
+        source.read_exact(0, 6)
+    assert held(files[2]) == (0, 0)
+
+
 def test_a_read_after_close_opens_for_itself_only(files):
     # an array used after close() reads (its docstring's promise) and leaves nothing held
     f = dfits.open(files[1])

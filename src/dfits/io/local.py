@@ -22,6 +22,7 @@ import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -110,24 +111,28 @@ class LocalSource:
 
     @contextlib.contextmanager
     def _fd(self) -> Iterator[int]:
-        """The descriptor, held for the ``with`` block.
+        """The descriptor, held for the ``with`` block (see :meth:`_acquire`)."""
+        entry = self._acquire()
+        try:
+            yield entry.fd
+        finally:
+            descriptors.release(entry)
+
+    def _acquire(self) -> Any:
+        """The held descriptor entry; the caller releases it (``descriptors.release``).
 
         A descriptor is checked when it is opened (by path: the file may have been replaced
         or removed since ``dfits.open``), so no byte read through it comes from another file;
         the same file changed in place is caught by :meth:`check` (each map checks).
         """
-        with contextlib.ExitStack() as stack:
-            try:
-                fd = stack.enter_context(descriptors.use(self._key, self._verify))
-            except FileChangedError:
-                raise
-            except FileNotFoundError as err:
-                raise FileChangedError(
-                    f"file {self.path!r} was removed since it was opened"
-                ) from err
-            except OSError as err:
-                raise FileChangedError(f"file {self.path!r} can no longer be read: {err}") from err
-            yield fd
+        try:
+            return descriptors.acquire(self._key, self._verify)
+        except FileChangedError:
+            raise
+        except FileNotFoundError as err:
+            raise FileChangedError(f"file {self.path!r} was removed since it was opened") from err
+        except OSError as err:
+            raise FileChangedError(f"file {self.path!r} can no longer be read: {err}") from err
 
     def _verify(self, fd: int) -> None:
         """Raise :class:`FileChangedError` if ``fd``'s file is not the one opened."""
@@ -158,8 +163,11 @@ class LocalSource:
         """Return up to ``nbytes`` bytes at ``offset`` (fewer only at end of file)."""
         if nbytes <= 0:
             return b""
-        with self._fd() as fd:
-            return os.pread(fd, nbytes, offset)
+        entry = self._acquire()  # not _fd(): a context manager costs as much as the pread
+        try:
+            return os.pread(entry.fd, nbytes, offset)
+        finally:
+            descriptors.release(entry)
 
     def read_exact(self, offset: int, nbytes: int) -> bytes:
         """Return exactly ``nbytes`` bytes at ``offset`` or raise :class:`TruncatedFileError`."""
