@@ -200,3 +200,36 @@ def test_tiles_task_covers_quantised_reductions(tmp_path):
     _python(QUANTISED_CALLS, str(path), cache=cache)
     new = set(_files(cache)) - set(warmed)
     assert not [name for name in new if any(family in name for family in TILE_FAMILIES)]
+
+
+#: Compressed writes of a numpy and a dask image per dtype and algorithm, checksummed
+WRITE_CALLS = r"""
+import sys
+import dask.array as da, numpy as np
+import dfits
+for dtype in ("float32", "float64", "int16", "int32"):
+    x = (np.random.default_rng(0).normal(100, 5, (40, 70)) * 10).astype(dtype)
+    for algorithm in ("RICE_1", "GZIP_1", "GZIP_2", "NOCOMPRESS"):
+        for data in (x, da.from_array(x, chunks=(16, 70))):
+            dfits.to_fits(data, f"{sys.argv[1]}/{dtype}-{algorithm}.fits", overwrite=True,
+                          compression=algorithm)
+"""
+
+#: the kernel families the writes task warms
+WRITE_FAMILIES = ("floattiles.", "inttiles.", "checksum.")
+
+
+@pytest.mark.slow  # compiles the write kernels of four dtypes: ~40 s of CPU
+def test_writes_task_covers_compressed_writes(tmp_path):
+    """After the writes task of ``dfits warm``, a fresh process writing compressed float32,
+    float64, int16 and int32 images (every lossless-or-quantised algorithm but PLIO_1 and
+    HCOMPRESS_1) compiles nothing."""
+    from dfits.kernels.warm import _WRITES
+
+    cache = tmp_path / "cache"
+    _python(f"from dfits.kernels.warm import _warm_task; _warm_task({_WRITES!r})", cache=cache)
+    warmed = _files(cache)
+    assert any(family in name for name in warmed for family in WRITE_FAMILIES)
+    _python(WRITE_CALLS, str(tmp_path), cache=cache)
+    new = set(_files(cache)) - set(warmed)
+    assert not new, new  # nothing compiled at all

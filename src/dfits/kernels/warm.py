@@ -17,7 +17,8 @@ A fresh process then loads each kernel it needs (milliseconds) instead of compil
 Both sets also take the kernels every encoding shares: a table's fields decoded and summed out
 of its rows (``to_pandas``, ``hdu.read``, ``aggregate``), the key counts of exact medians,
 and the reductions of quantised float tiles from their integers (sums, extremes, moments,
-moment maps, value bands; float32, and float64 in the full set).
+moment maps, value bands; float32, and float64 in the full set), and the tile encoders of
+compressed writes (quantised float32/float64 and int16/int32 images).
 Each encoding also takes its smoothing kernels (``spectral_smooth``'s convolution,
 ``downsample_axis``'s block means) and the decode and weighted sums of their native float
 results (the smoothed cube's ``.compute()`` and moment maps). Anything else (value bands,
@@ -109,6 +110,7 @@ def warm(jobs: int | None = None, *, full: bool = False) -> WarmReport:
     tasks: list = [(enc, form, full) for enc in encodings for form in _FORMS]
     tasks.append(_SHARED)
     tasks.append((*_TILES[:2], full))
+    tasks.append(_WRITES)
     if jobs is None:
         has_affinity = hasattr(os, "sched_getaffinity")
         jobs = len(os.sched_getaffinity(0)) if has_affinity else os.cpu_count() or 1
@@ -210,6 +212,33 @@ def _warm_tiles(full: bool) -> None:
         tile_weighted_sums(whole, spec, shape, 0, np.ones(2), None)
 
 
+#: The task of the compressed writes' tile encoders (:func:`_warm_writes`)
+_WRITES = ("writes", "writes", False)
+
+
+def _warm_writes() -> None:
+    """The kernels of a compressed write, with the arrays' types the writer gives them: the
+    quantised float tiles (float32, float64; every algorithm shares the kernel), the integer
+    tiles (int16, int32; RICE_1 and the raw forms share it) and the sum of the heap's words
+    (DATASUM)."""
+    from dfits.format.imagehdu import parse_storage
+    from dfits.format.ztable import parse_compression
+    from dfits.kernels.checksum import word_sum
+    from dfits.kernels.inttiles import int_batches
+    from dfits.kernels.tileencode import encode_block
+
+    out = np.empty(1 << 16, np.uint8)
+    for dtype in ("float32", "float64", "int16", "int32"):
+        storage = parse_storage(dtype, "warm")
+        spec = parse_compression((4, 8), storage, "warm", compression="RICE_1")
+        block = np.arange(32, dtype=dtype).reshape(4, 8)
+        encode = int_batches if storage.bitpix > 0 else encode_block
+        for batch in encode(spec, block, (0, 0), out):
+            # a view of the heap buffer (RICE_1), and bytes (read-only: joined GZIP tiles)
+            word_sum(np.frombuffer(batch.pieces[0], np.uint8))
+            word_sum(np.frombuffer(bytes(batch.pieces[0]), np.uint8))
+
+
 def _warm_smoothing(u: np.ndarray, spec) -> None:
     """The smoothing kernels of one encoding, as ``dfits.cube`` calls them: the convolution
     (``spectral_smooth``) and block means (``downsample_axis``) over the stored bytes, then,
@@ -243,6 +272,9 @@ def _warm_task(task: tuple[Encoding, str, bool]) -> None:
         return
     if task[:2] == _TILES[:2]:
         _warm_tiles(task[2])
+        return
+    if task == _WRITES:
+        _warm_writes()
         return
     encoding, form, full = task
     spec = parse_decode_spec(*encoding)[0]
