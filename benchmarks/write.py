@@ -210,7 +210,11 @@ def _prepare(folder: str, nbytes: int, dtype: str = "float64") -> tuple[str, str
     item = np.dtype(dtype).itemsize
     side = int(np.sqrt(nbytes // item))
     path, fits_path = os.path.join(folder, "src.npy"), os.path.join(folder, "src.fits")
-    a = np.random.default_rng(0).random((nbytes // item // side, side)).astype(dtype)
+    rng, shape = np.random.default_rng(0), (nbytes // item // side, side)
+    if np.dtype(dtype).kind == "i":  # counts with read noise, as a detector writes them
+        a = rng.normal(1000, 30, shape).astype(dtype)
+    else:
+        a = rng.random(shape).astype(dtype)
     np.save(path, a)
     dfits.to_fits(a, fits_path, overwrite=True)
     return path, fits_path
@@ -277,7 +281,7 @@ def main() -> None:
     parser.add_argument("--size", default="256MiB")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--source", choices=["memory", "fits"], default="memory")
-    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    parser.add_argument("--dtype", choices=["float64", "float32", "int16"], default="float64")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--only", choices=["write", "verify", "compress"], default=None)
     parser.add_argument("--appends", type=int, default=0, help="time N appends instead")
