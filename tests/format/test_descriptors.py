@@ -61,6 +61,34 @@ def test_descriptor_outside_the_heap(spans, row, text):
     assert "HDU 1" in str(info.value)
 
 
+def test_picked_rows_and_empty_tiles():
+    # a stamp reads a few rows out of a run: values in the order asked, the error naming the
+    # table row; an empty tile (0 bytes) may point anywhere, as cfitsio allows
+    blob = rows([(10, 0), (0, 9999), (20, 30)])
+    d = read_descriptors(blob, parse_tiles(HEADER), rows=np.array([7, 5]), first=5)
+    assert d.spans["COMPRESSED_DATA"].tolist() == [[20, 30], [10, 0]]
+    assert d.values["ZSCALE"].tolist() == [1.5, 0.5]
+    d = read_descriptors(blob, parse_tiles(HEADER), rows=np.array([6]), first=5)
+    assert d.spans["COMPRESSED_DATA"].tolist() == [[0, 9999]]
+    bad = rows([(10, 0), (1, 50), (20, 30)])
+    with pytest.raises(HeaderError, match=r"row 7 \(tile 6\) .*1 bytes at heap offset 50"):
+        read_descriptors(bad, parse_tiles(HEADER), "x", rows=np.array([5, 6]), first=5)
+    empty = read_descriptors(b"", parse_tiles(HEADER), rows=np.array([], np.int64))
+    assert empty.spans["COMPRESSED_DATA"].shape == (0, 2)
+    assert empty.values["ZBLANK"].dtype == np.int64
+
+
+def test_huge_q_descriptors_do_not_wrap_around():
+    # offset + count past 2**63 wraps to a negative int64: still outside the heap
+    h = dict(HEADER, TFORM1="1QB(20)", NAXIS1=45)
+    row = np.array([2**62, 2**62], ">i8").tobytes() + bytes(29)
+    with pytest.raises(HeaderError, match="points outside the heap"):
+        read_descriptors(row, parse_tiles(h), "x")
+    row = np.array([1, 2**63 - 1], ">i8").tobytes() + bytes(29)
+    with pytest.raises(HeaderError, match="points outside the heap"):
+        read_descriptors(row, parse_tiles(h), "x")
+
+
 @pytest.mark.parametrize(
     ("name", "tform"),
     [("ZSCALE", "1A"), ("ZSCALE", "1L"), ("ZSCALE", "1X"), ("ZSCALE", "1C"), ("ZSCALE", "1M"),

@@ -151,28 +151,44 @@ def read_descriptors(
         offset) or a count is negative.
     """
     width = layout.row_bytes
-    table = np.frombuffer(data, np.uint8, count=len(data) // width * width).reshape(-1, width)
-    if rows is None:
-        rows = np.arange(first, first + len(table), dtype=np.int64)
-    else:
-        table = table[np.asarray(rows, np.int64) - first]
+    nrows = len(data) // width
+    picked = None if rows is None else np.asarray(rows, np.int64) - first
     heap_size = layout.heap_stop - layout.heap_start
     spans: dict[str, np.ndarray] = {}
     values: dict[str, np.ndarray] = {}
     for col in layout.columns:
         if col.code in "PQ":
-            word = ">i4" if col.code == "P" else ">i8"
-            n = 8 if col.code == "P" else 16
-            pairs = table[:, col.offset : col.offset + n].copy().view(word).astype(np.int64)
-            pairs[:, 0] *= col.element_size
-            _check_spans(pairs, heap_size, col.name, prefix, rows)
-            spans[col.name] = pairs.reshape(-1, 2)
+            word = np.dtype(">i4" if col.code == "P" else ">i8")
+            pairs = _field(data, nrows, width, col.offset, word, 2, picked).astype(np.int64)
+            if col.element_size != 1:
+                pairs[:, 0] *= col.element_size
+            _check_spans(pairs, heap_size, col.name, prefix, picked, first)
+            spans[col.name] = pairs
         else:
             dtype = np.dtype(_SCALAR.get(col.code, ">f8"))
-            raw = table[:, col.offset : col.offset + dtype.itemsize].copy().view(dtype)
-            kind = np.int64 if col.name == "ZBLANK" else np.float64
-            values[col.name] = raw.reshape(-1).astype(kind)
+            raw = _field(data, nrows, width, col.offset, dtype, 0, picked)
+            values[col.name] = raw.astype(np.int64 if col.name == "ZBLANK" else np.float64)
     return Descriptors(spans, values, heap_size)
+
+
+def _field(
+    data: bytes,
+    nrows: int,
+    width: int,
+    offset: int,
+    dtype: np.dtype,
+    count: int,
+    picked: np.ndarray | None,
+) -> np.ndarray:
+    """One column of ``nrows`` rows of ``width`` bytes (``count`` values per row, 0: one
+    scalar), as a strided view of ``data``, then the rows ``picked``: no copy of the table,
+    so a stamp's few rows cost a handful of numpy calls."""
+    shape = (nrows, count) if count else (nrows,)
+    strides = (width, dtype.itemsize) if count else (width,)
+    if not nrows:
+        return np.empty(shape, dtype)
+    view = np.ndarray(shape, dtype, data, offset, strides)
+    return view if picked is None else view[picked]
 
 
 def concat_descriptors(parts: list[Descriptors]) -> Descriptors:
@@ -186,13 +202,25 @@ def concat_descriptors(parts: list[Descriptors]) -> Descriptors:
 
 
 def _check_spans(
-    pairs: np.ndarray, heap_size: int, name: str, prefix: str, rows: np.ndarray
+    pairs: np.ndarray,
+    heap_size: int,
+    name: str,
+    prefix: str,
+    picked: np.ndarray | None,
+    first: int,
 ) -> None:
     count, offset = pairs[:, 0], pairs[:, 1]
-    bad = (count < 0) | (offset < 0) | ((count > 0) & (offset + count > heap_size))
+    # The common case in two reductions: as unsigned, a negative count or offset is above
+    # any heap size, so one maximum bounds both from both sides, and their sum cannot overflow.
+    if not len(pairs) or (
+        pairs.view(np.uint64).max() <= heap_size and (offset + count).max() <= heap_size
+    ):
+        return
+    # an empty tile may point anywhere; `count > heap - offset` cannot overflow (offset >= 0)
+    bad = (count < 0) | (offset < 0) | ((count > 0) & (count > heap_size - offset))
     if bad.any():
         at = int(np.flatnonzero(bad)[0])
-        row = int(rows[at])
+        row = first + int(at if picked is None else picked[at])
         raise HeaderError(
             f"{prefix}{name} descriptor of row {row + 1} (tile {row}) points outside the "
             f"heap: {int(count[at])} bytes at heap offset {int(offset[at])}, but the heap "
