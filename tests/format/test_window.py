@@ -56,6 +56,44 @@ def test_whole_buffer_never_reads():
     assert win.get(0, 2880) == (blob, 0)
 
 
+def test_a_mapper_is_called_only_past_the_first_read():
+    # a stamp's file (two headers in the first read) is never mapped; a later miss maps it
+    # once and every request after it is a hit
+    blob = bytes(range(256)) * 1024  # 256 KiB
+    read = Recorder(blob)
+    maps: list[bytes] = []
+
+    def mapper():
+        maps.append(blob)
+        return blob
+
+    win = Window(read, len(blob), mapper)
+    assert win.get(0, 2880)[0][:2880] == blob[:2880]
+    assert win.get(2880, 2880)[0][2880:5760] == blob[2880:5760]
+    assert read.calls == [(0, window.FIRST_READ)]
+    assert not maps
+    assert win.whole is None
+    assert win.get(100_000, 2880) == (blob, 0)
+    assert win.get(5760, 2880) == (blob, 0)
+    assert len(read.calls) == 1
+    assert len(maps) == 1
+    assert win.whole is blob
+
+
+def test_a_mapper_that_fails_falls_back_to_reads():
+    blob = bytes(256 * 1024)
+    read = Recorder(blob)
+    calls = []
+    win = Window(read, len(blob), lambda: calls.append(1))  # returns None: cannot map
+    win.get(0, 2880)
+    buf, base = win.get(100_000, 2880)
+    assert buf[100_000 - base : 100_000 - base + 2880] == blob[100_000:102_880]
+    win.get(200_000, 2880)
+    assert calls == [1]
+    assert win.whole is None
+    assert len(read.calls) == 3
+
+
 def test_read_header_spanning_blocks():
     cards = fg.image_cards((), extra=[("HISTORY", f"line {i}") for i in range(60)])
     blob = fg.header(cards)

@@ -174,3 +174,41 @@ def test_directory_is_a_dfits_error(tmp_path):
 
     with pytest.raises(dfits.MissingFileError, match="a directory"):
         dfits.open(tmp_path)
+
+
+def test_a_scan_maps_the_file_only_past_its_first_read(tmp_path, monkeypatch):
+    # dfits.open of a stamp's file (two headers) reads them in one pread and maps nothing;
+    # a file of many HDUs is mapped once (its headers sliced, alike ones in runs), and the
+    # map is closed when the scan ends
+    from tests.format import fitsgen as fg
+
+    maps = []
+    mapping = LocalSource.mapping
+
+    def counted(self):
+        maps.append(m := mapping(self))
+        return m
+
+    monkeypatch.setattr(LocalSource, "mapping", counted)
+    two = tmp_path / "two.fits"
+    primary = fg.image_file((300, 300), bitpix=16)  # 180 kB: the extension is far away
+    two.write_bytes(primary + fg.image_hdu((4, 5), 16, primary=False))
+    with dfits.open(two) as f:
+        assert len(f) == 2
+        np.testing.assert_array_equal(f[1].section[:], np.arange(20).reshape(4, 5))
+    assert len(maps) == 1
+    assert maps[0].closed
+    maps.clear()
+    small = tmp_path / "small.fits"
+    small.write_bytes(fg.image_file((4, 5), bitpix=16) + fg.image_hdu((4, 5), 16, primary=False))
+    with dfits.open(small) as f:
+        assert len(f) == 2
+        assert f[1].shape == (4, 5)
+    assert maps == []
+    many = tmp_path / "many.fits"
+    many.write_bytes(primary + fg.image_hdu((2, 2), 16, primary=False) * 200)
+    with dfits.open(many) as f:
+        assert len(f) == 201
+        assert f[200].shape == (2, 2)
+    assert len(maps) == 1
+    assert maps[0].closed

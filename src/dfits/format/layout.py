@@ -97,7 +97,7 @@ def scan(
     *,
     filename: str,
     progress: Callable[[int, int | None, int], None] | None = None,
-    whole: Buffer | None = None,
+    whole: Buffer | Callable[[], Buffer | None] | None = None,
     stacklevel: int = 1,
 ) -> FileLayout:
     """Read every header of a FITS file and work out where each HDU's data lies.
@@ -113,8 +113,10 @@ def scan(
     progress : callable, optional
         Called as ``progress(offset, size, hdus_so_far)`` every 64 HDUs and at the end, so
         that callers can show a scan of a slow (remote) many-HDU file; does no I/O here.
-    whole : bytes or mmap.mmap, optional
-        The whole file, when the caller can map it: headers are then sliced out of it
+    whole : bytes, mmap.mmap or callable, optional
+        The whole file, when the caller can map it (or a callable mapping it, called only
+        if the headers reach past a first small read: see
+        :class:`~dfits.format.window.Window`): headers are then sliced out of it
         instead of being read (and copied) through a window, which for a file of many small
         HDUs also copies their data. ``read_at`` and ``size`` are then not used for reading.
     stacklevel : int
@@ -160,7 +162,7 @@ def _scan(
     size: int | None,
     filename: str,
     progress: Callable[[int, int | None, int], None] | None,
-    whole: Buffer | None,
+    whole: Buffer | Callable[[], Buffer | None] | None,
     memo: Memo,
 ) -> FileLayout:
     win = Window(read_at, size, whole)
@@ -200,9 +202,14 @@ def _scan(
             nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename, memo.notes)
             if nxt < 0:
                 break
-        if memo.hit and whole is not None and index >= retry and data_offset == pos + BLOCK_SIZE:
+        if (
+            memo.hit
+            and win.whole is not None
+            and index >= retry
+            and data_offset == pos + BLOCK_SIZE
+        ):
             # Two alike HDUs in a row: check the following ones in bulk.
-            added = _run(hdus, memo, whole, pos, nxt, raw, ncards)
+            added = _run(hdus, memo, win.whole, pos, nxt, raw, ncards)
             index += added
             nxt += added * (nxt - pos)
             if added < _RUN_BATCH:

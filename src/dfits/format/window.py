@@ -27,6 +27,7 @@ from dfits.errors import HeaderError, where
 from dfits.format.cards import BLOCK_SIZE, CARD_SIZE, find_end
 
 __all__ = [
+    "FIRST_READ",
     "MAX_HEADER_BYTES",
     "MIN_WINDOW",
     "Buffer",
@@ -43,6 +44,10 @@ MAX_HEADER_BYTES = 64 * 2**20
 #: The smallest read the window makes.
 MIN_WINDOW = 64 * 1024
 _MAX_WINDOW = 4 * 2**20
+#: The first read of a file that can be mapped (see :class:`Window`): a primary header and
+#: an extension's, as a stamp's file holds, in one ``pread`` (a copy of a fresh 64 KiB
+#: buffer faults in as many pages as a map's first slices do).
+FIRST_READ = 16 * 1024
 #: What the scan accepts as the whole file: ``len``, slicing to bytes and ``find`` (an mmap).
 Buffer = bytes | mmap.mmap
 _PRINTABLE = bytes(range(0x20, 0x7F))
@@ -75,20 +80,36 @@ def cards_stop(buf: Buffer, start: int, stop: int) -> int:
 
 
 class Window:
-    """Buffered reads: one ``read_at`` call serves many small headers."""
+    """Buffered reads: one ``read_at`` call serves many small headers.
+
+    ``whole`` is the whole file (a memory map: every request is a hit), or a callable that
+    maps it, called at the first request past a first small read: a file of one or two
+    headers (a stamp's open) then costs one ``pread`` of :data:`FIRST_READ` bytes instead of
+    a map, its page faults and its unmap, while a file of many HDUs is still sliced from a
+    map (:attr:`whole`, None until there is one).
+    """
 
     def __init__(
-        self, read_at: Callable[[int, int], bytes], size: int | None, whole: Buffer | None
+        self,
+        read_at: Callable[[int, int], bytes],
+        size: int | None,
+        whole: Buffer | Callable[[], Buffer | None] | None,
     ) -> None:
         self.read_at = read_at
         self.size = size
         self.buf: Buffer = b""
         self.base = 0
         self.window = MIN_WINDOW
-        if whole is not None:
-            # The whole file is addressable (a memory map): every request is a hit.
-            self.buf = whole
-            self.size = len(whole)
+        self.whole: Buffer | None = None
+        self._mapper = whole if callable(whole) else None
+        if whole is not None and self._mapper is None:
+            self._use(whole)
+
+    def _use(self, whole: Buffer) -> None:
+        # The whole file is addressable (a memory map): every request is a hit.
+        self.buf = self.whole = whole
+        self.base = 0
+        self.size = len(whole)
 
     def get(self, pos: int, need: int) -> tuple[Buffer, int]:
         """A buffer and its file offset holding ``[pos, pos + need)``, or up to the end."""
@@ -97,11 +118,18 @@ class Window:
         size = self.size
         if base <= pos and (pos + need <= stop or (size is not None and stop >= size)):
             return self.buf, base
+        mapper = self._mapper
+        if mapper is not None and self.buf:
+            self._mapper = None  # a second miss: map the file, once
+            whole = mapper()
+            if whole is not None:
+                self._use(whole)
+                return whole, 0
         # Grow the window while the next header follows closely (small, dense HDUs), so a
         # file of 10,000 tiny HDUs costs a handful of reads; reset it after a long jump.
         dense = base <= pos <= stop + self.window
         self.window = min(2 * self.window, _MAX_WINDOW) if dense else MIN_WINDOW
-        n = max(need, self.window)
+        n = max(need, FIRST_READ if mapper is not None else self.window)
         if size is not None:
             n = max(0, min(n, size - pos))
         # Re-reading the few bytes already held is cheaper than copying them forward.

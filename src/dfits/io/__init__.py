@@ -52,21 +52,30 @@ def release(source: Any) -> None:
 
 @contextlib.contextmanager
 def scanning(source: Any) -> Iterator[Any]:
-    """Hold ``source`` for a header scan; yield a whole-file map (local files) or None.
+    """Hold ``source`` for a header scan; yield what the scan takes as ``whole``: for a local
+    file, a callable that maps it whole (called only when the headers reach past the scan's
+    first read, so a file of one or two headers is never mapped), else None.
 
-    The map is closed when the block ends. If the block raises, ``source`` is released too:
-    a failed ``dfits.open`` hands its caller no file to close, so the descriptor the scan
-    opened must not outlive the error (a deleted file would otherwise stay held by the cache).
+    The map, if made, is closed when the block ends. If the block raises, ``source`` is
+    released too: a failed ``dfits.open`` hands its caller no file to close, so the
+    descriptor the scan opened must not outlive the error (a deleted file would otherwise
+    stay held by the cache).
     """
-    whole = source.mapping() if isinstance(source, LocalSource) else None
+    made: list[Any] = []
+
+    def whole() -> Any:
+        made.append(m := source.mapping())
+        return m
+
     try:
-        yield whole
+        yield whole if isinstance(source, LocalSource) else None
     except BaseException:
         release(source)
         raise
     finally:
-        if whole is not None:
-            whole.close()
+        for m in made:
+            if m is not None:
+                m.close()
 
 
 def __getattr__(name: str) -> Any:
