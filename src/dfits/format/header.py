@@ -159,9 +159,10 @@ class Header(Mapping[str, Any]):
         if (
             raw[pos + 8 : pos + 10] != b"= "
             or (starts is not None and self._span(i)[1] != start + 1)
-            or start in self._bad
+            or (self._bad and start in self._bad)
             or layout.names[i] in _NO_VALUE
-            or b"=" in raw[pos : pos + 8]  # a value indicator before column 9: parse_card's
+            # a value indicator before column 9 (only in indexes not shared): parse_card's
+            or (not layout.shared and b"=" in raw[pos : pos + 8])
         ):
             return None
         field = raw[pos + 10 : pos + CARD_SIZE]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +89,7 @@ class LocalSource:
             st = os.stat(path)
         except FileNotFoundError as err:
             raise MissingFileError(f"file {path!r}: no such file or directory") from err
-        if not os.path.isfile(path):
+        if not stat.S_ISREG(st.st_mode):  # the stat above, not a second one (isfile)
             raise MissingFileError(f"file {path!r}: a directory (or device), not a regular file")
         source = cls(os.path.abspath(path), FileIdentity.of(st))
         descriptors.reopen(source._key)
