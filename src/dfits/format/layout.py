@@ -202,26 +202,32 @@ def _scan(
             nxt = _check_extent(hdu, pos + (ncards + 1) * CARD_SIZE, win, filename, memo.notes)
             if nxt < 0:
                 break
-        if (
-            memo.hit
-            and win.whole is not None
-            and index >= retry
-            and data_offset == pos + BLOCK_SIZE
-        ):
+        if memo.hit and index >= retry and data_offset == pos + BLOCK_SIZE:
             # Two alike HDUs in a row: check the following ones in bulk.
-            added = _run(hdus, memo, win.whole, pos, nxt, raw, ncards)
-            index += added
-            nxt += added * (nxt - pos)
-            if added < _RUN_BATCH:
-                retry = index + _RUN_BACKOFF
-            if progress is not None and added:
-                progress(nxt, size, index)
+            at = (pos, nxt, raw, ncards, index)
+            index, nxt, retry = _bulk(hdus, memo, win, at, retry, progress)
         pos = nxt
         if progress is not None and not index % 64:
             progress(pos, size, index)
     if progress is not None:
         progress(size if size is not None else pos, size, index)
     return FileLayout(filename, size, tuple(hdus), memo.stopped)
+
+
+def _bulk(hdus, memo, win, at, retry, progress) -> tuple[int, int, int]:
+    """:func:`_run` after the HDU ``at`` = (its position, the next one's, its raw cards, their
+    count, the next HDU's index) when the file is one buffer: the new index, next position
+    and index at which to try again."""
+    pos, nxt, raw, ncards, index = at
+    if win.whole is None:
+        return index, nxt, retry
+    added = _run(hdus, memo, win.whole, pos, nxt, raw, ncards)
+    index, nxt = index + added, nxt + added * (nxt - pos)
+    if added < _RUN_BATCH:
+        retry = index + _RUN_BACKOFF
+    if progress is not None and added:
+        progress(nxt, win.size, index)
+    return index, nxt, retry
 
 
 def _read_long(
