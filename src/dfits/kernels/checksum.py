@@ -91,6 +91,7 @@ def value_sum(values: np.ndarray) -> int:
     if values.dtype.itemsize not in (4, 8) or not values.flags.c_contiguous:
         raise ValueError(f"value_sum takes contiguous 4- or 8-byte values, not {values.dtype}")
     if sys.byteorder != "little" or values.dtype.byteorder not in "=|":
+        # rare (a big-endian host or non-native input): one swapped copy, not the hot path
         return word_sum(values.astype(values.dtype.newbyteorder(">")).view(np.uint8))
     words = values.reshape(-1).view(np.uint32)
     return int(_word_sum_kernel(False)(words)) if words.size else 0
